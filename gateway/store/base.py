@@ -1,0 +1,217 @@
+"""The feed store interface shared by the on-disk store and the in-memory store.
+
+The store holds one :class:`Replica` per feed and the table of side-chain chunks it
+expects next (keyed by their 20-byte hash), which the replication Node uses for dispatch.
+Subclasses provide persistence only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from ..wire.entry import (
+    PACKET_LEN, TYPE_CHAIN20, Entry, FeedKey, build_entry, content_of, hash20,
+)
+from ..wire.errors import PacketError
+from .replica import FeedBackend, Frontier, Replica, StoredChunk, StoredEntry
+
+
+class StoreError(Exception):
+    """A store that cannot be used as asked (unknown feed, unreadable directory, ...)."""
+
+
+class UnknownFeedError(StoreError):
+    pass
+
+
+@dataclass(slots=True, frozen=True)
+class FeedInfo:
+    """What ``tinyssb feeds`` shows about a feed."""
+
+    fid: bytes
+    length: int  # highest sequence number held
+    missing_chunks: int  # side-chain chunks still to arrive, over all entries
+    incomplete: tuple[tuple[int, int, int], ...]  # (seq, chunks held, chunks needed)
+
+
+class FeedStore:
+    """Replicas of many feeds plus the expected-chunk table. Not thread-safe."""
+
+    def __init__(self) -> None:
+        self._replicas: dict[bytes, Replica] = {}
+        # chunk hash -> the (replica, seq) chains waiting for it; identical content gives
+        # identical chunks, so one hash may be awaited by several chains at once
+        self._expected: dict[bytes, list[tuple[Replica, int]]] = {}
+
+    # --- subclass hooks -------------------------------------------------------------
+    def _new_backend(self, fid: bytes) -> tuple[FeedBackend, Frontier]:
+        raise NotImplementedError
+
+    def _drop_backend(self, fid: bytes) -> None:
+        raise NotImplementedError
+
+    def flush(self) -> None:
+        """Make everything appended so far durable."""
+
+    def close(self) -> None:
+        self.flush()
+
+    def __enter__(self) -> "FeedStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- feeds ----------------------------------------------------------------------
+    def _register(self, fid: bytes, backend: FeedBackend, frontier: Frontier) -> Replica:
+        replica = Replica(fid, frontier, backend)
+        self._replicas[fid] = replica
+        for seq, pend in frontier.pending.items():
+            self._expect(pend.next_hash, replica, seq)
+        return replica
+
+    def _expect(self, h: bytes, replica: Replica, seq: int) -> None:
+        waiting = self._expected.get(h)
+        if waiting is None:
+            self._expected[h] = [(replica, seq)]
+        else:
+            waiting.append((replica, seq))
+
+    def _unexpect(self, h: bytes, replica: Replica, seq: int) -> None:
+        waiting = self._expected.get(h)
+        if waiting is not None:
+            waiting[:] = [w for w in waiting if w != (replica, seq)]
+            if not waiting:
+                del self._expected[h]
+
+    def feeds(self) -> list[bytes]:
+        """Feed ids held, sorted as the GOSET sorts them."""
+        return sorted(self._replicas)
+
+    def __contains__(self, fid: bytes) -> bool:
+        return fid in self._replicas
+
+    def __len__(self) -> int:
+        return len(self._replicas)
+
+    def replicas(self) -> Iterator[Replica]:
+        return iter(self._replicas.values())
+
+    def replica(self, fid: bytes) -> Replica:
+        try:
+            return self._replicas[fid]
+        except KeyError:
+            raise UnknownFeedError(f"unknown feed {fid.hex()}") from None
+
+    def get(self, fid: bytes) -> Replica | None:
+        return self._replicas.get(fid)
+
+    def add_feed(self, fid: bytes) -> Replica:
+        """Start holding (replicating) ``fid``; returns its replica, new or existing."""
+        replica = self._replicas.get(fid)
+        if replica is None:
+            if len(fid) != 32:
+                raise StoreError(f"a feed id is 32 bytes, got {len(fid)}")
+            backend, frontier = self._new_backend(bytes(fid))
+            replica = self._register(bytes(fid), backend, frontier)
+        return replica
+
+    def remove_feed(self, fid: bytes) -> None:
+        """Forget a feed and delete its log and chunks."""
+        replica = self._replicas.pop(fid, None)
+        if replica is None:
+            raise UnknownFeedError(f"unknown feed {fid.hex()}")
+        for seq, pend in replica.pending.items():
+            self._unexpect(pend.next_hash, replica, seq)
+        self._drop_backend(fid)
+
+    # --- appending ------------------------------------------------------------------
+    def ingest_entry(self, fid: bytes, packet: bytes) -> StoredEntry:
+        """Verify and append a received entry of ``fid`` (WireError if it is not the next)."""
+        replica = self.replica(fid)
+        stored, _ = replica.accept_entry(packet)
+        self._after_entry(replica, stored)
+        return stored
+
+    def _after_entry(self, replica: Replica, stored: StoredEntry) -> None:
+        if stored.n_chunks:
+            self._expect(replica.pending[stored.seq].next_hash, replica, stored.seq)
+
+    def expects_chunk(self, h: bytes) -> bool:
+        return h in self._expected
+
+    def expected_chunks(self) -> dict[bytes, list[tuple[bytes, int]]]:
+        """The 20-byte hash table: expected chunk hash -> [(feed id, seq), ...]."""
+        return {h: [(r.fid, seq) for r, seq in w] for h, w in self._expected.items()}
+
+    def ingest_chunk(self, chunk: bytes, h: bytes | None = None) -> list[StoredChunk]:
+        """Append a chunk to every incomplete chain that expects it next.
+
+        Returns what was stored: empty if no chain expects this chunk (it is then not a
+        chunk of ours, or one we already hold).
+        """
+        if len(chunk) != PACKET_LEN:
+            return []
+        if h is None:
+            h = hash20(chunk)
+        waiting = self._expected.pop(h, None)
+        if waiting is None:
+            return []
+        stored_all = []
+        for replica, seq in waiting:
+            stored = replica.accept_chunk(seq, chunk)
+            if stored.next_hash is not None:
+                self._expect(stored.next_hash, replica, seq)
+            stored_all.append(stored)
+        return stored_all
+
+    def publish(self, key: FeedKey, content: bytes, typ: int = TYPE_CHAIN20) -> Entry:
+        """Sign ``content`` as the next entry of ``key``'s feed; durable before returning."""
+        replica = self.add_feed(key.fid)
+        entry = build_entry(key, replica.max_seq + 1, replica.prev, content, typ)
+        # Chunks first: an entry must never be durable without the content it points to.
+        for cnr, chunk in enumerate(entry.chunks):
+            replica.backend.append_chunk(entry.seq, cnr, chunk, durable=False)
+        replica.append_verified(entry, durable=True)
+        replica.pending.pop(entry.seq, None)  # we hold all of its chunks already
+        return entry
+
+    # --- reading --------------------------------------------------------------------
+    def read_packet(self, fid: bytes, seq: int) -> bytes | None:
+        replica = self._replicas.get(fid)
+        if replica is None or not 1 <= seq <= replica.max_seq:
+            return None
+        return replica.backend.read_entry(seq)
+
+    def read_chunk(self, fid: bytes, seq: int, cnr: int) -> bytes | None:
+        """Chunk ``cnr`` of entry ``seq``, if held."""
+        replica = self._replicas.get(fid)
+        if replica is None or not 1 <= seq <= replica.max_seq or cnr < 0:
+            return None
+        pend = replica.pending.get(seq)
+        if pend is not None and cnr >= pend.next_cnr:
+            return None
+        return replica.backend.read_chunk(seq, cnr)
+
+    def read_content(self, fid: bytes, seq: int) -> bytes | None:
+        """The full content of entry ``seq``, or None while it is absent or incomplete."""
+        replica = self.replica(fid)
+        if not replica.is_complete(seq):
+            return None
+        packet = replica.backend.read_entry(seq)
+        if packet is None:
+            return None
+        chunks = replica.backend.read_chunks(seq)
+        try:
+            return content_of(packet, chunks)
+        except PacketError as exc:
+            raise StoreError(f"feed {fid.hex()} entry {seq} is damaged: {exc}") from exc
+
+    def info(self, fid: bytes) -> FeedInfo:
+        r = self.replica(fid)
+        incomplete = tuple(sorted((seq, p.next_cnr, p.n_chunks) for seq, p in r.pending.items()))
+        return FeedInfo(fid, r.max_seq, r.missing_chunks(), incomplete)
+
+    def infos(self) -> list[FeedInfo]:
+        return [self.info(fid) for fid in self.feeds()]

@@ -1,0 +1,350 @@
+"""The on-disk feed store: one append-only log per feed plus a frontier checkpoint.
+
+Layout under the data directory::
+
+    feeds/<fid hex>/log        entry packets, 120 B each; seq n at offset (n-1)*120
+    feeds/<fid hex>/chunks     128-B records: seq (u32 BE) | cnr (u32 BE) | chunk (120 B)
+    feeds/<fid hex>/frontier   JSON checkpoint: max_seq, prev, bytes of log and chunks
+                               covered, incomplete side chains
+    lock                       held (flock) by the one process that may write
+
+The logs are the truth; the frontier is a checkpoint that saves re-reading them. Write
+order: log records are appended first, the frontier is replaced atomically afterwards
+(write a temporary file, fsync, rename). On opening, records past the checkpoint are
+verified again (DMX chain, signature, chunk hashes) and adopted; a torn or invalid tail is
+cut off. Durability: an entry we author (``publish``) is fsynced, with its chunks, before
+``publish`` returns. Replicated entries and chunks are written at once but fsynced only by
+:meth:`DiskStore.flush` (the gateway calls it periodically and at shutdown); a crash may
+lose the last unflushed ones, which are simply fetched again.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import shutil
+import struct
+from pathlib import Path
+
+from ..wire.entry import PACKET_LEN, hash20, verify_entry
+from ..wire.errors import WireError
+from .base import FeedStore, StoreError
+from .replica import FeedBackend, Frontier, PendingChain, pending_of
+
+log = logging.getLogger(__name__)
+
+CHUNK_HEADER = struct.Struct(">II")
+CHUNK_RECORD_LEN = CHUNK_HEADER.size + PACKET_LEN  # 128
+FRONTIER_VERSION = 1
+
+
+class StoreLockedError(StoreError):
+    pass
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes, durable: bool = True, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves either the old or the new file."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    if durable:
+        _fsync_dir(path.parent)
+
+
+class DiskFeed:
+    """The files of one feed. Implements :class:`gateway.store.replica.FeedBackend`."""
+
+    def __init__(self, path: Path, fid: bytes, readonly: bool) -> None:
+        self.path = path
+        self.fid = fid
+        self.readonly = readonly
+        flags = os.O_RDONLY if readonly else os.O_RDWR | os.O_CREAT | os.O_APPEND
+        self.log_fd = os.open(path / "log", flags, 0o644)
+        self.chunk_fd = os.open(path / "chunks", flags, 0o644)
+        self.log_len = 0
+        self.chunk_len = 0
+        self._dirty_log = False
+        self._dirty_chunks = False
+        self._chunk_index: dict[int, list[int]] | None = None  # built on first read
+        self._checkpointed = (-1, -1)  # (log_len, chunk_len) the frontier file describes
+
+    # --- opening and recovery ---------------------------------------------------------
+    def recover(self) -> Frontier:
+        """Load the checkpoint and roll forward over (or cut off) what follows it."""
+        log_size = os.fstat(self.log_fd).st_size
+        chunk_size = os.fstat(self.chunk_fd).st_size
+        log_size -= log_size % PACKET_LEN  # a torn final record is ignored (and cut below)
+        chunk_size -= chunk_size % CHUNK_RECORD_LEN
+        loaded = self._load_frontier()
+        if loaded is None or loaded[1] > log_size or loaded[2] > chunk_size:
+            frontier, log_from, chunk_from = Frontier.empty(self.fid), 0, 0
+        else:
+            frontier, log_from, chunk_from = loaded
+        self.log_len = self._roll_entries(frontier, log_from, log_size)
+        self.chunk_len = self._roll_chunks(frontier, chunk_from, chunk_size)
+        if loaded is not None:
+            self._checkpointed = (log_from, chunk_from)
+        if not self.readonly:
+            self._truncate(self.log_fd, self.log_len)
+            self._truncate(self.chunk_fd, self.chunk_len)
+            self.checkpoint(frontier, durable=True)
+        return frontier
+
+    def _load_frontier(self) -> tuple[Frontier, int, int] | None:
+        try:
+            data = json.loads((self.path / "frontier").read_text())
+            if data.get("version") != FRONTIER_VERSION:
+                return None
+            pending = {int(seq): PendingChain(int(n), int(c), bytes.fromhex(h))
+                       for seq, (n, c, h) in data["pending"].items()}
+            frontier = Frontier(int(data["max_seq"]), bytes.fromhex(data["prev"]), pending)
+            log_bytes, chunk_bytes = int(data["log_bytes"]), int(data["chunk_bytes"])
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("feed %s: frontier unreadable (%s); rebuilding from the log",
+                        self.fid.hex()[:16], exc)
+            return None
+        if log_bytes != frontier.max_seq * PACKET_LEN or len(frontier.prev) != 20:
+            log.warning("feed %s: frontier inconsistent; rebuilding", self.fid.hex()[:16])
+            return None
+        return frontier, log_bytes, chunk_bytes
+
+    def _roll_entries(self, frontier: Frontier, start: int, end: int) -> int:
+        pos = start
+        if end > start:
+            data = os.pread(self.log_fd, end - start, start)
+            for off in range(0, len(data) - PACKET_LEN + 1, PACKET_LEN):
+                packet = data[off : off + PACKET_LEN]
+                seq = frontier.max_seq + 1
+                try:
+                    entry = verify_entry(self.fid, seq, frontier.prev, packet)
+                except WireError as exc:
+                    log.warning("feed %s: log record %d invalid (%s); cutting the log there",
+                                self.fid.hex()[:16], seq, exc)
+                    break
+                frontier.max_seq = seq
+                frontier.prev = entry.msg_id
+                pend = pending_of(packet)
+                if pend is not None:
+                    frontier.pending[seq] = pend
+                pos += PACKET_LEN
+        return pos
+
+    def _roll_chunks(self, frontier: Frontier, start: int, end: int) -> int:
+        pos = start
+        if end > start:
+            data = os.pread(self.chunk_fd, end - start, start)
+            for off in range(0, len(data) - CHUNK_RECORD_LEN + 1, CHUNK_RECORD_LEN):
+                seq, cnr = CHUNK_HEADER.unpack_from(data, off)
+                chunk = data[off + CHUNK_HEADER.size : off + CHUNK_RECORD_LEN]
+                pend = frontier.pending.get(seq)
+                if pend is None or pend.next_cnr != cnr or hash20(chunk) != pend.next_hash:
+                    log.info("feed %s: chunk record (seq %d, cnr %d) belongs to no entry; "
+                             "cutting the chunk log there", self.fid.hex()[:16], seq, cnr)
+                    break
+                pend.next_cnr += 1
+                if pend.next_cnr >= pend.n_chunks:
+                    del frontier.pending[seq]
+                else:
+                    pend.next_hash = chunk[-20:]
+                pos += CHUNK_RECORD_LEN
+        return pos
+
+    def _truncate(self, fd: int, length: int) -> None:
+        if os.fstat(fd).st_size != length:
+            os.ftruncate(fd, length)
+            os.fsync(fd)
+
+    # --- FeedBackend --------------------------------------------------------------------
+    def append_entry(self, seq: int, packet: bytes, durable: bool) -> None:
+        if self.readonly:
+            raise StoreError("store opened read-only")
+        if self.log_len != (seq - 1) * PACKET_LEN:
+            raise StoreError(f"feed {self.fid.hex()}: log out of step at seq {seq}")
+        self._write(self.log_fd, packet)
+        self.log_len += PACKET_LEN
+        self._dirty_log = True
+        if durable:
+            self.sync()
+
+    def append_chunk(self, seq: int, cnr: int, chunk: bytes, durable: bool) -> None:
+        if self.readonly:
+            raise StoreError("store opened read-only")
+        self._write(self.chunk_fd, CHUNK_HEADER.pack(seq, cnr) + chunk)
+        if self._chunk_index is not None:
+            self._chunk_index.setdefault(seq, []).append(self.chunk_len)
+        self.chunk_len += CHUNK_RECORD_LEN
+        self._dirty_chunks = True
+        if durable:
+            self.sync()
+
+    @staticmethod
+    def _write(fd: int, data: bytes) -> None:
+        written = os.write(fd, data)
+        if written != len(data):  # regular files write short only when the disk is full
+            raise StoreError(f"short write ({written} of {len(data)} bytes); disk full?")
+
+    def read_entry(self, seq: int) -> bytes | None:
+        off = (seq - 1) * PACKET_LEN
+        if seq < 1 or off + PACKET_LEN > self.log_len:
+            return None
+        return os.pread(self.log_fd, PACKET_LEN, off)
+
+    def _index(self) -> dict[int, list[int]]:
+        if self._chunk_index is None:
+            index: dict[int, list[int]] = {}
+            data = os.pread(self.chunk_fd, self.chunk_len, 0) if self.chunk_len else b""
+            for off in range(0, len(data), CHUNK_RECORD_LEN):
+                seq, _ = CHUNK_HEADER.unpack_from(data, off)
+                index.setdefault(seq, []).append(off)
+            self._chunk_index = index
+        return self._chunk_index
+
+    def read_chunks(self, seq: int) -> list[bytes]:
+        return [os.pread(self.chunk_fd, PACKET_LEN, off + CHUNK_HEADER.size)
+                for off in self._index().get(seq, ())]
+
+    def read_chunk(self, seq: int, cnr: int) -> bytes | None:
+        offs = self._index().get(seq, ())
+        if not 0 <= cnr < len(offs):
+            return None
+        return os.pread(self.chunk_fd, PACKET_LEN, offs[cnr] + CHUNK_HEADER.size)
+
+    def sync(self) -> None:
+        if self._dirty_chunks:
+            os.fsync(self.chunk_fd)
+            self._dirty_chunks = False
+        if self._dirty_log:
+            os.fsync(self.log_fd)
+            self._dirty_log = False
+
+    def checkpoint(self, frontier: Frontier, durable: bool) -> None:
+        if self.readonly or self._checkpointed == (self.log_len, self.chunk_len):
+            return
+        if durable:
+            self.sync()  # the frontier must never cover records that are not durable
+        data = {
+            "version": FRONTIER_VERSION,
+            "max_seq": frontier.max_seq,
+            "prev": frontier.prev.hex(),
+            "log_bytes": self.log_len,
+            "chunk_bytes": self.chunk_len,
+            "pending": {str(seq): [p.n_chunks, p.next_cnr, p.next_hash.hex()]
+                        for seq, p in frontier.pending.items()},
+        }
+        write_atomic(self.path / "frontier", json.dumps(data).encode(), durable)
+        self._checkpointed = (self.log_len, self.chunk_len)
+
+    def close(self) -> None:
+        os.close(self.log_fd)
+        os.close(self.chunk_fd)
+
+
+class DiskStore(FeedStore):
+    """Feeds in a data directory. ``readonly`` opens without the lock and never writes."""
+
+    def __init__(self, root: str | os.PathLike[str], readonly: bool = False) -> None:
+        super().__init__()
+        self.root = Path(root)
+        self.readonly = readonly
+        self._lock_fd: int | None = None
+        self._feeds: dict[bytes, DiskFeed] = {}
+        feeds_dir = self.root / "feeds"
+        try:
+            if not readonly:
+                feeds_dir.mkdir(parents=True, exist_ok=True)
+                self._lock()
+            names = sorted(os.listdir(feeds_dir)) if feeds_dir.exists() else []
+            for name in names:
+                try:
+                    fid = bytes.fromhex(name)
+                except ValueError:
+                    fid = b""
+                if len(fid) != 32 or not (feeds_dir / name).is_dir():
+                    log.warning("ignoring %s: not a feed directory", feeds_dir / name)
+                    continue
+                self._open_feed(fid)
+        except PermissionError as exc:
+            self.close()
+            raise StoreError(f"cannot use data directory {self.root}: {exc.strerror} "
+                             f"({exc.filename}); fix its permissions or pick --data DIR") from exc
+        except OSError as exc:
+            self.close()
+            raise StoreError(f"cannot use data directory {self.root}: {exc}") from exc
+
+    def _lock(self) -> None:
+        self._lock_fd = os.open(self.root / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+            raise StoreLockedError(
+                f"data directory {self.root} is in use by another tinyssb process; "
+                "stop it or pick another --data DIR") from None
+
+    def _feed_dir(self, fid: bytes) -> Path:
+        return self.root / "feeds" / fid.hex()
+
+    def _open_feed(self, fid: bytes) -> None:
+        feed = DiskFeed(self._feed_dir(fid), fid, self.readonly)
+        self._feeds[fid] = feed
+        self._register(fid, feed, feed.recover())
+
+    def _new_backend(self, fid: bytes) -> tuple[FeedBackend, Frontier]:
+        if self.readonly:
+            raise StoreError("store opened read-only")
+        path = self._feed_dir(fid)
+        path.mkdir(exist_ok=True)
+        _fsync_dir(path.parent)
+        feed = DiskFeed(path, fid, False)
+        self._feeds[fid] = feed
+        frontier = feed.recover()
+        return feed, frontier
+
+    def _drop_backend(self, fid: bytes) -> None:
+        if self.readonly:
+            raise StoreError("store opened read-only")
+        feed = self._feeds.pop(fid)
+        feed.close()
+        shutil.rmtree(feed.path)
+        _fsync_dir(feed.path.parent)
+
+    def flush(self) -> None:
+        """fsync every feed's logs, then checkpoint every frontier."""
+        if self.readonly:
+            return
+        for fid, feed in self._feeds.items():
+            replica = self.get(fid)
+            if replica is not None:
+                feed.checkpoint(replica.frontier, durable=True)
+
+    def close(self) -> None:
+        try:
+            self.flush()
+        finally:
+            for feed in self._feeds.values():
+                feed.close()
+            self._feeds.clear()
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+                self._lock_fd = None

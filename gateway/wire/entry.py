@@ -1,0 +1,243 @@
+"""Log entries and side chains: the 120-byte packets of a tinySSB feed.
+
+Layout (wire-compat.md section 2, which follows the reference code where it differs from
+the draft spec):
+
+* virtual name (never sent, 66 B): ``"tinyssb-v0" | FID (32) | SEQ (4, big-endian) | PREV (20)``;
+  PREV of the first entry (seq 1) is ``FID[:20]``, afterwards the previous entry's msg-id;
+* DMX = sha256(name)[:7];
+* entry packet (120 B): ``DMX (7) | type (1) | payload (48) | signature (64)``, the
+  signature covering ``name | packet[0:56]``;
+* msg-id = sha256(name | packet)[:20];
+* chain20 payload: ``VL | HEAD | PTR`` with VL the unsigned LEB128 content length, HEAD the
+  first ``28 - |VL|`` content bytes (zero padded) and PTR (20 B) the hash of chunk 0;
+* chunk (120 B): 100 content bytes | 20-byte hash of the next chunk (zeros in the last).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from nacl.bindings import crypto_sign, crypto_sign_open, crypto_sign_seed_keypair
+from nacl.exceptions import BadSignatureError, CryptoError
+
+from .errors import PacketError, SignatureError, VarintError
+from .varint import decode_varint, encode_varint
+
+PFX = b"tinyssb-v0"
+PACKET_LEN = 120
+DMX_LEN = 7
+HASH_LEN = 20
+FID_LEN = 32
+SIG_LEN = 64
+SEQ_LEN = 4
+NAME_LEN = len(PFX) + FID_LEN + SEQ_LEN + HASH_LEN  # 66
+PAYLOAD_LEN = 48
+SIGNED_LEN = DMX_LEN + 1 + PAYLOAD_LEN  # 56 packet bytes covered by the signature
+CHUNK_CONTENT_LEN = 100
+CHAIN20_SLOT_LEN = PAYLOAD_LEN - HASH_LEN  # 28 bytes for VL and HEAD
+MAX_SEQ = 2**32 - 1
+
+TYPE_PLAIN48 = 0
+TYPE_CHAIN20 = 1
+
+ZERO_HASH = bytes(HASH_LEN)
+
+_sha256 = hashlib.sha256
+
+
+def sha256(data: bytes) -> bytes:
+    return _sha256(data).digest()
+
+
+def hash20(data: bytes) -> bytes:
+    """The 20-byte hash pointer of a chunk (or of anything): sha256(data)[:20]."""
+    return _sha256(data).digest()[:HASH_LEN]
+
+
+def genesis_prev(fid: bytes) -> bytes:
+    """PREV of seq 1: the first 20 bytes of the feed id (every reference implementation)."""
+    return bytes(fid[:HASH_LEN])
+
+
+def entry_name(fid: bytes, seq: int, prev: bytes) -> bytes:
+    """The 66-byte virtual name of entry ``seq`` of feed ``fid`` whose predecessor is ``prev``."""
+    if len(fid) != FID_LEN:
+        raise PacketError(f"feed id must be {FID_LEN} bytes, got {len(fid)}")
+    if len(prev) != HASH_LEN:
+        raise PacketError(f"prev must be {HASH_LEN} bytes, got {len(prev)}")
+    if not 1 <= seq <= MAX_SEQ:
+        raise PacketError(f"sequence number out of range: {seq}")
+    return PFX + bytes(fid) + seq.to_bytes(SEQ_LEN, "big") + bytes(prev)
+
+
+def dmx_of_name(name: bytes) -> bytes:
+    return _sha256(name).digest()[:DMX_LEN]
+
+
+def entry_dmx(fid: bytes, seq: int, prev: bytes) -> bytes:
+    """The DMX a receiver arms to catch entry ``seq`` of ``fid``."""
+    return dmx_of_name(entry_name(fid, seq, prev))
+
+
+def msg_id_of(name: bytes, packet: bytes) -> bytes:
+    return _sha256(name + packet).digest()[:HASH_LEN]
+
+
+def chunk_count(length: int) -> int:
+    """How many 100-byte side-chain chunks a chain20 content of ``length`` bytes needs."""
+    head = CHAIN20_SLOT_LEN - len(encode_varint(length))
+    rest = length - head
+    return 0 if rest <= 0 else (rest + CHUNK_CONTENT_LEN - 1) // CHUNK_CONTENT_LEN
+
+
+@dataclass(slots=True, frozen=True)
+class Chain20:
+    """The decoded payload of a chain20 entry."""
+
+    length: int  # total content length L
+    head: bytes  # the content bytes carried in the entry itself (min(L, 28-|VL|))
+    ptr: bytes  # hash of chunk 0, zeros when there are no chunks
+    n_chunks: int
+
+
+def parse_chain20(packet: bytes) -> Chain20:
+    """Decode the chain20 payload of a 120-byte entry packet (type byte not checked)."""
+    if len(packet) < SIGNED_LEN:
+        raise PacketError("packet too short for a chain20 payload")
+    payload = packet[DMX_LEN + 1 : SIGNED_LEN]
+    try:
+        length, pos = decode_varint(payload, 0)
+    except VarintError as exc:
+        raise PacketError(f"bad chain20 length: {exc}") from exc
+    if pos > CHAIN20_SLOT_LEN:
+        raise PacketError("chain20 length field overruns its slot")
+    room = CHAIN20_SLOT_LEN - pos
+    n = chunk_count(length)
+    head = bytes(payload[pos : pos + min(length, room)])
+    return Chain20(length, head, bytes(payload[CHAIN20_SLOT_LEN:]), n)
+
+
+def build_chain20(content: bytes) -> tuple[bytes, list[bytes]]:
+    """Split ``content`` into a 48-byte chain20 payload and its chunks (built back to front)."""
+    vl = encode_varint(len(content))
+    if len(vl) >= CHAIN20_SLOT_LEN:
+        raise PacketError("content too long for chain20")
+    room = CHAIN20_SLOT_LEN - len(vl)
+    head, rest = content[:room], content[room:]
+    pieces = [rest[i : i + CHUNK_CONTENT_LEN] for i in range(0, len(rest), CHUNK_CONTENT_LEN)]
+    chunks: list[bytes] = [b""] * len(pieces)
+    ptr = ZERO_HASH
+    for i in range(len(pieces) - 1, -1, -1):
+        chunk = pieces[i].ljust(CHUNK_CONTENT_LEN, b"\x00") + ptr
+        chunks[i] = chunk
+        ptr = hash20(chunk)
+    payload = vl + head.ljust(room, b"\x00") + ptr
+    return payload, chunks
+
+
+@dataclass(slots=True, frozen=True)
+class FeedKey:
+    """An Ed25519 feed key: ``fid`` is the public key, ``secret`` the 64-byte libsodium key."""
+
+    seed: bytes
+    fid: bytes
+    secret: bytes
+
+    @classmethod
+    def from_seed(cls, seed: bytes) -> "FeedKey":
+        if len(seed) != 32:
+            raise ValueError(f"an Ed25519 seed is 32 bytes, got {len(seed)}")
+        pk, sk = crypto_sign_seed_keypair(bytes(seed))
+        return cls(bytes(seed), pk, sk)
+
+    def sign(self, message: bytes) -> bytes:
+        return crypto_sign(message, self.secret)[:SIG_LEN]
+
+
+@dataclass(slots=True, frozen=True)
+class Entry:
+    """A verified (or freshly built) entry with everything derived from it."""
+
+    fid: bytes
+    seq: int
+    prev: bytes
+    packet: bytes
+    msg_id: bytes
+    chunks: tuple[bytes, ...] = ()
+
+    @property
+    def dmx(self) -> bytes:
+        return self.packet[:DMX_LEN]
+
+    @property
+    def type(self) -> int:
+        return self.packet[DMX_LEN]
+
+
+def build_entry(key: FeedKey, seq: int, prev: bytes, content: bytes,
+                typ: int = TYPE_CHAIN20) -> Entry:
+    """Build and sign entry ``seq`` of ``key``'s feed holding ``content``.
+
+    ``typ`` 1 (chain20) takes content of any length and produces side-chain chunks; ``typ``
+    0 (plain48) takes at most 48 bytes, zero-padded.
+    """
+    name = entry_name(key.fid, seq, prev)
+    if typ == TYPE_CHAIN20:
+        payload, chunks = build_chain20(bytes(content))
+    elif typ == TYPE_PLAIN48:
+        if len(content) > PAYLOAD_LEN:
+            raise PacketError(f"plain48 content is at most {PAYLOAD_LEN} bytes")
+        payload, chunks = bytes(content).ljust(PAYLOAD_LEN, b"\x00"), []
+    else:
+        raise PacketError(f"cannot build entries of type {typ}")
+    signed = dmx_of_name(name) + bytes([typ]) + payload
+    packet = signed + key.sign(name + signed)
+    return Entry(key.fid, seq, bytes(prev), packet, msg_id_of(name, packet), tuple(chunks))
+
+
+def verify_entry(fid: bytes, seq: int, prev: bytes, packet: bytes) -> Entry:
+    """Check that ``packet`` is entry ``seq`` of ``fid`` after ``prev``; return it as an Entry.
+
+    Raises :class:`PacketError` for a wrong length or DMX and :class:`SignatureError` for a
+    signature that does not verify.
+    """
+    if len(packet) != PACKET_LEN:
+        raise PacketError(f"an entry is {PACKET_LEN} bytes, got {len(packet)}")
+    packet = bytes(packet)
+    name = entry_name(fid, seq, prev)
+    if dmx_of_name(name) != packet[:DMX_LEN]:
+        raise PacketError("DMX does not match the expected entry")
+    try:
+        crypto_sign_open(packet[SIGNED_LEN:] + name + packet[:SIGNED_LEN], bytes(fid))
+    except (BadSignatureError, CryptoError, ValueError) as exc:
+        raise SignatureError("entry signature does not verify") from exc
+    return Entry(bytes(fid), seq, bytes(prev), packet, msg_id_of(name, packet))
+
+
+def verify_chunk(expected_hash: bytes, chunk: bytes) -> bytes:
+    """Check a side-chain chunk against the hash that points to it; return the next pointer."""
+    if len(chunk) != PACKET_LEN:
+        raise PacketError(f"a chunk is {PACKET_LEN} bytes, got {len(chunk)}")
+    if hash20(chunk) != expected_hash:
+        raise PacketError("chunk does not match its hash pointer")
+    return bytes(chunk[CHUNK_CONTENT_LEN:])
+
+
+def content_of(packet: bytes, chunks: list[bytes] | tuple[bytes, ...] = ()) -> bytes:
+    """Reassemble the content of an entry from its packet and all of its chunks.
+
+    Type 1 gives the chain20 content (exactly L bytes); any other type gives the 48 payload
+    bytes, as the reference stores it.
+    """
+    if len(packet) != PACKET_LEN:
+        raise PacketError(f"an entry is {PACKET_LEN} bytes, got {len(packet)}")
+    if packet[DMX_LEN] != TYPE_CHAIN20:
+        return bytes(packet[DMX_LEN + 1 : SIGNED_LEN])
+    chain = parse_chain20(packet)
+    if len(chunks) != chain.n_chunks:
+        raise PacketError(f"entry needs {chain.n_chunks} chunks, got {len(chunks)}")
+    parts = [chain.head]
+    parts.extend(bytes(c[:CHUNK_CONTENT_LEN]) for c in chunks)
+    return b"".join(parts)[: chain.length]

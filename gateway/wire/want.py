@@ -1,0 +1,109 @@
+"""WANT and CHNK request packets (wire-compat.md section 4).
+
+* WANT = WANT-DMX | BIPF list ``[offs, s0, s1, ...]``: ``si`` is the next sequence number
+  wanted of the feed at GOSET index ``(offs + i) mod |set|``.
+* CHNK = CHNK-DMX | BIPF list of ``[fndx, seq, cnr]`` triples: ``cnr`` is the next chunk
+  wanted of entry ``seq`` of the feed at GOSET index ``fndx``.
+
+Both DMX values come from the GOSET state (:func:`gateway.wire.goset.want_dmx`,
+:func:`gateway.wire.goset.chnk_dmx`). Integers are written signed-minimal like the Python
+reference and read as unsigned, so requests from ESP32/Android peers (unsigned-minimal
+ints) decode right. Slots that are not non-negative integers are skipped, as the
+references do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import bipf
+from .entry import DMX_LEN, PACKET_LEN
+from .errors import BipfError, PacketError
+
+MAX_PROTOCOL_INT = 2**24 - 1  # larger ints are misread by the ESP32/Android decoders
+
+
+@dataclass(slots=True, frozen=True)
+class Want:
+    offset: int
+    seqs: tuple[int | None, ...]  # None marks a slot that was not a usable integer
+
+    def slots(self, set_size: int) -> list[tuple[int, int]]:
+        """``(goset index, next seq wanted)`` for every usable slot, given our set size."""
+        if set_size <= 0:
+            return []
+        return [((self.offset + i) % set_size, s) for i, s in enumerate(self.seqs)
+                if s is not None and s > 0]
+
+
+@dataclass(slots=True, frozen=True)
+class ChunkRequest:
+    fndx: int
+    seq: int
+    cnr: int
+
+
+def _check_int(value: int) -> int:
+    if not 0 <= value <= MAX_PROTOCOL_INT:
+        raise PacketError(f"protocol integer out of range 0..2^24-1: {value}")
+    return value
+
+
+def encode_want(dmx: bytes, offset: int, seqs: list[int] | tuple[int, ...]) -> bytes:
+    body = bipf.encode([_check_int(offset), *(_check_int(s) for s in seqs)])
+    return _packet(dmx, body)
+
+
+def encode_chnk(dmx: bytes, requests: list[ChunkRequest] | tuple[ChunkRequest, ...]) -> bytes:
+    body = bipf.encode([[_check_int(r.fndx), _check_int(r.seq), _check_int(r.cnr)]
+                        for r in requests])
+    return _packet(dmx, body)
+
+
+def _packet(dmx: bytes, body: bytes) -> bytes:
+    if len(dmx) != DMX_LEN:
+        raise PacketError(f"DMX is {DMX_LEN} bytes, got {len(dmx)}")
+    packet = bytes(dmx) + body
+    if len(packet) > PACKET_LEN:
+        raise PacketError(f"request packet of {len(packet)} bytes exceeds {PACKET_LEN}")
+    return packet
+
+
+def _as_uint(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def _body(packet: bytes) -> list:
+    if len(packet) <= DMX_LEN:
+        raise PacketError("request packet without a body")
+    try:
+        value = bipf.decode(packet[DMX_LEN:], unsigned_ints=True)
+    except BipfError as exc:
+        raise PacketError(f"request body is not BIPF: {exc}") from exc
+    if not isinstance(value, list):
+        raise PacketError("request body is not a BIPF list")
+    return value
+
+
+def decode_want(packet: bytes) -> Want:
+    items = _body(packet)
+    if not items:
+        raise PacketError("WANT list is empty")
+    offset = _as_uint(items[0])
+    if offset is None:
+        raise PacketError("WANT offset is not a non-negative integer")
+    return Want(offset, tuple(_as_uint(v) for v in items[1:]))
+
+
+def decode_chnk(packet: bytes) -> list[ChunkRequest]:
+    requests = []
+    for item in _body(packet):
+        if not isinstance(item, list) or len(item) < 3:
+            continue
+        fndx, seq, cnr = (_as_uint(v) for v in item[:3])
+        if fndx is None or seq is None or cnr is None or seq == 0:
+            continue
+        requests.append(ChunkRequest(fndx, seq, cnr))
+    return requests
