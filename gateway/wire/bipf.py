@@ -37,21 +37,21 @@ from .errors import BipfError, VarintError
 from .varint import decode_varint, encode_varint
 
 __all__ = [
-    "STRING",
-    "BYTES",
-    "INT",
-    "DOUBLE",
-    "LIST",
-    "DICT",
     "BOOLNULL",
+    "BYTES",
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_SIZE",
+    "DICT",
+    "DOUBLE",
+    "INT",
+    "LIST",
     "MAX_INT_BYTES",
-    "encode",
-    "encode_tag",
+    "STRING",
     "decode",
     "decode_at",
     "decode_exact",
+    "encode",
+    "encode_tag",
 ]
 
 STRING = 0

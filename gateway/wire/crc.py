@@ -11,7 +11,7 @@ import zlib
 
 from .errors import FrameError
 
-__all__ = ["CRC_LEN", "crc32_trailer", "add_crc", "strip_crc"]
+__all__ = ["CRC_LEN", "add_crc", "crc32_trailer", "strip_crc"]
 
 CRC_LEN = 4
 
@@ -44,7 +44,5 @@ def strip_crc(frame: Buffer, *, min_packet_len: int = 1) -> bytes:
     packet, trailer = data[:-CRC_LEN], data[-CRC_LEN:]
     expected = crc32_trailer(packet)
     if trailer != expected:
-        raise FrameError(
-            f"CRC mismatch: frame says {trailer.hex()}, packet gives {expected.hex()}"
-        )
+        raise FrameError(f"CRC mismatch: frame says {trailer.hex()}, packet gives {expected.hex()}")
     return packet

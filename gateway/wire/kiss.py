@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 
 __all__ = [
+    "DEFAULT_MAX_PAYLOAD",
     "FEND",
     "FESC",
     "TFEND",
     "TFESC",
-    "DEFAULT_MAX_PAYLOAD",
+    "KissDecoder",
     "kiss_encode",
     "kiss_unescape",
-    "KissDecoder",
 ]
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ class KissDecoder:
     counted in :attr:`frames_dropped`; each good frame counts in :attr:`frames_ok`.
     """
 
-    __slots__ = ("max_payload", "frames_ok", "frames_dropped", "_raw", "_synced", "_overflow")
+    __slots__ = ("_overflow", "_raw", "_synced", "frames_dropped", "frames_ok", "max_payload")
 
     def __init__(self, max_payload: int = DEFAULT_MAX_PAYLOAD) -> None:
         if max_payload < 1:
@@ -123,19 +123,17 @@ class KissDecoder:
         self._synced = True
         if not raw and not overflow:
             return None  # empty frame (or a stream starting with FEND)
-        if not synced:
-            return self._drop("bytes before the first FEND")
-        if overflow:
-            return self._drop(f"frame longer than {self.max_payload} bytes")
-        payload = kiss_unescape(raw)
-        if payload is None:
-            return self._drop("bad escape sequence")
-        if len(payload) > self.max_payload:
-            return self._drop(f"frame longer than {self.max_payload} bytes")
-        self.frames_ok += 1
-        return payload
-
-    def _drop(self, reason: str) -> None:
+        payload = None if overflow or not synced else kiss_unescape(raw)
+        if payload is not None and len(payload) <= self.max_payload:
+            self.frames_ok += 1
+            return payload
         self.frames_dropped += 1
-        log.debug("KISS frame dropped: %s", reason)
+        log.debug("KISS frame dropped: %s", self._drop_reason(synced, overflow, payload))
         return None
+
+    def _drop_reason(self, synced: bool, overflow: bool, payload: bytes | None) -> str:
+        if not synced:
+            return "bytes before the first FEND"
+        if overflow or payload is not None:
+            return f"payload longer than {self.max_payload} bytes"
+        return "bad escape sequence"
