@@ -34,6 +34,18 @@ def data_dir(args: argparse.Namespace) -> Path:
     return Path(os.path.expanduser(args.data))
 
 
+def ensure_data_dir(args: argparse.Namespace) -> Path:
+    root = data_dir(args)
+    try:
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise UserError(f"cannot create data directory {root}: {exc.strerror}; "
+                        "pass --data DIR") from None
+    if not root.is_dir():
+        raise UserError(f"data directory {root} is not a directory; pass --data DIR")
+    return root
+
+
 def open_store(args: argparse.Namespace, readonly: bool) -> FeedStore:
     root = data_dir(args)
     if readonly and not root.exists():
@@ -63,11 +75,7 @@ def resolve_feed(args: argparse.Namespace, text: str, store: FeedStore) -> bytes
 # --- commands ------------------------------------------------------------------------
 
 def cmd_id(args: argparse.Namespace) -> int:
-    root = data_dir(args)
-    try:
-        root.mkdir(parents=True, exist_ok=True, mode=0o700)
-    except OSError as exc:
-        raise UserError(f"cannot create data directory {root}: {exc.strerror}") from None
+    root = ensure_data_dir(args)
     key, created = load_or_create_key(root)
     if created:
         log.info("created a new identity in %s", root / KEY_FILE)
@@ -91,8 +99,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
         content = sys.stdin.buffer.read()
     else:
         raise UserError("nothing to publish: give TEXT, --file FILE or pipe content to stdin")
-    root = data_dir(args)
-    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    root = ensure_data_dir(args)
     key, created = load_or_create_key(root)
     if created:
         log.info("created a new identity %s", format_id(key.fid))
@@ -236,10 +243,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UserError, StoreError, WireError) as exc:
         print(f"tinyssb: error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
-    except KeyboardInterrupt:
-        return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"tinyssb: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

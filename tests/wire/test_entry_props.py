@@ -52,7 +52,7 @@ from gateway.wire.want import (
 
 CRYPTO = settings(max_examples=200, deadline=None,
                   suppress_health_check=[HealthCheck.too_slow])
-FAST = settings(max_examples=300, deadline=None)
+FAST = settings(max_examples=200, deadline=None)
 
 KEY = FeedKey.from_seed(hashlib.sha256(b"entry props").digest())
 PREV = genesis_prev(KEY.fid)
@@ -254,7 +254,7 @@ def test_verify_chunk_rejects_wrong_length():
 
 # --------------------------------------------------------------------------- garbage in
 
-ANY = settings(max_examples=500, deadline=None)
+ANY = settings(max_examples=300, deadline=None)
 
 
 def _wire_only(fn, *args):

@@ -1,0 +1,132 @@
+"""The `tinyssb` command as a person uses it: output, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gateway.cli import main
+from gateway.store import DiskStore
+from gateway.wire import bipf
+from gateway.wire.ident import format_id, parse_id
+
+
+def run(capsys: pytest.CaptureFixture[str], data: Path, *args: str) -> tuple[int, str, str]:
+    rc = main(["--data", str(data), *args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_id_is_created_once_and_kept(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out1, _ = run(capsys, tmp_path / "d", "id")
+    assert rc == 0
+    fid = parse_id(out1.strip())
+    assert out1.strip() == format_id(fid)
+    rc, out2, _ = run(capsys, tmp_path / "d", "id", "--hex")
+    assert rc == 0 and out2.strip() == fid.hex()
+    key_file = tmp_path / "d" / "secret.json"
+    assert key_file.stat().st_mode & 0o777 == 0o600
+
+
+def test_publish_feeds_cat_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "d"
+    assert run(capsys, data, "publish", "hello")[1].strip() == "1"
+    long_file = tmp_path / "long.bin"
+    long_file.write_bytes(bytes(range(256)) * 3)
+    assert run(capsys, data, "publish", "--file", str(long_file))[1].strip() == "2"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"from stdin")))
+    assert run(capsys, data, "publish", "--file", "-")[1].strip() == "3"
+
+    rc, out, _ = run(capsys, data, "feeds", "--json")
+    rows = json.loads(out)
+    assert rc == 0 and len(rows) == 1
+    assert rows[0]["length"] == 3 and rows[0]["own"] and rows[0]["missing_chunks"] == 0
+
+    rc, out, _ = run(capsys, data, "cat", rows[0]["id"], "--seq", "1")
+    assert rc == 0 and '"hello"' in out and '"TAV"' in out
+    rc, out, _ = run(capsys, data, "cat", "me")
+    assert "--- #1" in out and "--- #2 (768 B)" in out and "text: from stdin" in out
+
+    with DiskStore(data, readonly=True) as store:
+        fid = store.feeds()[0]
+        assert store.read_content(fid, 2) == bytes(range(256)) * 3
+        post = bipf.decode(store.read_content(fid, 1))
+        assert post[0] == "TAV" and post[2] == "hello"
+
+
+def test_cat_raw_writes_exact_bytes(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    env = {**os.environ, "TINYSSB_DATA": str(data)}
+    payload = bytes(range(256)) * 2
+    subprocess.run([sys.executable, "-m", "gateway.cli", "publish", "-f", "-"], input=payload,
+                   env=env, check=True, capture_output=True)
+    out = subprocess.run([sys.executable, "-m", "gateway.cli", "cat", "me", "--seq", "1",
+                          "--raw"], env=env, check=True, capture_output=True).stdout
+    assert out == payload
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["cat", "not-an-id"], "not a feed id"),
+    (["cat", "00" * 32], "unknown feed"),
+    (["cat", "@" + "A" * 43 + "=.ed25519"], "unknown feed"),
+    (["cat", "me", "--seq", "9"], "has entries 1..1"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          args: list[str], needle: str) -> None:
+    data = tmp_path / "d"
+    run(capsys, data, "publish", "x")
+    rc, out, err = run(capsys, data, *args)
+    assert rc == 2
+    assert needle in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_key_file_readable_by_others_is_refused(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "d"
+    run(capsys, data, "id")
+    (data / "secret.json").chmod(0o644)
+    rc, _, err = run(capsys, data, "publish", "x")
+    assert rc == 2 and "chmod 600" in err and err.count("\n") == 1
+
+
+def test_missing_data_dir_is_a_clear_error(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = run(capsys, tmp_path / "nowhere", "feeds")
+    assert rc == 2 and "does not exist" in err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root bypasses file permissions")
+def test_unreadable_data_dir_is_a_clear_error(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "d"
+    run(capsys, data, "publish", "x")
+    (data / "feeds").chmod(0)
+    try:
+        rc, _, err = run(capsys, data, "feeds")
+    finally:
+        (data / "feeds").chmod(0o700)
+    assert rc == 2 and "permission" in err.lower()
+
+
+def test_unreadable_data_dir_as_root_via_file_in_the_way(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A data dir path that is a file cannot be used; the error says which path."""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    rc, _, err = run(capsys, blocker, "publish", "x")
+    assert rc == 2 and str(blocker) in err and err.count("\n") == 1
+
+
+def test_help_lists_the_commands() -> None:
+    out = subprocess.run([sys.executable, "-m", "gateway.cli", "--help"], capture_output=True,
+                         text=True, check=True).stdout
+    for command in ("id", "publish", "feeds", "cat", "follow"):
+        assert command in out
