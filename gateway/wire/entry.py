@@ -114,7 +114,8 @@ def parse_chain20(packet: bytes) -> Chain20:
     if pos > CHAIN20_SLOT_LEN:
         raise PacketError("chain20 length field overruns its slot")
     room = CHAIN20_SLOT_LEN - pos
-    n = chunk_count(length)
+    rest = length - room  # counted from the field's actual width, as the reference does
+    n = 0 if rest <= 0 else (rest + CHUNK_CONTENT_LEN - 1) // CHUNK_CONTENT_LEN
     head = bytes(payload[pos : pos + min(length, room)])
     return Chain20(length, head, bytes(payload[CHAIN20_SLOT_LEN:]), n)
 

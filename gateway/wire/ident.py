@@ -9,6 +9,7 @@ from .entry import FID_LEN
 from .errors import IdentityError
 
 SUFFIX = ".ed25519"
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 
 
 def format_id(fid: bytes) -> str:
@@ -21,11 +22,8 @@ def format_id(fid: bytes) -> str:
 def parse_id(text: str) -> bytes:
     """Parse a feed id given as ``@<base64>.ed25519`` (the ``@`` optional) or 64 hex digits."""
     text = text.strip()
-    if len(text) == 2 * FID_LEN:
-        try:
-            return bytes.fromhex(text)
-        except ValueError:
-            pass  # may still be something else; fall through to the error below
+    if len(text) == 2 * FID_LEN and all(c in _HEX_DIGITS for c in text):
+        return bytes.fromhex(text)
     body = text[1:] if text.startswith("@") else text
     if body.endswith(SUFFIX):
         try:

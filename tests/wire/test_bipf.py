@@ -13,13 +13,9 @@ from hypothesis import strategies as st
 
 from gateway.wire import bipf
 from gateway.wire.errors import BipfError
+from tests import vectors as reference_vectors
 
-_VECTOR_NAME = "tinyssb-reference-vectors.json"
-_CANDIDATES = [
-    Path(__file__).resolve().parents[1] / "vectors" / _VECTOR_NAME,
-    Path("/work/shared/vectors") / _VECTOR_NAME,
-]
-VECTORS = next((p for p in _CANDIDATES if p.exists()), _CANDIDATES[-1])
+VECTORS = reference_vectors.PATH
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -55,7 +51,7 @@ def _load_vectors() -> list[tuple[str, Any]]:
     return [(entry["hex"], _from_json(entry["value"])) for entry in data["bipf"]]
 
 
-REFERENCE = _load_vectors() if VECTORS.exists() else []
+REFERENCE = _load_vectors()
 
 # wire-compat.md section 1 ("verified vectors")
 WIRE_COMPAT = [
@@ -91,7 +87,6 @@ WIRE_COMPAT = [
 ]
 
 
-@pytest.mark.skipif(not REFERENCE, reason="shared reference vectors not available")
 @pytest.mark.parametrize(("hex_", "value"), REFERENCE, ids=[h[:24] for h, _ in REFERENCE])
 def test_reference_vectors(hex_: str, value: Any) -> None:
     raw = bytes.fromhex(hex_)

@@ -7,7 +7,6 @@ the worked examples are copied from ``shared/docs/wire-compat.md`` sections 2-4.
 from __future__ import annotations
 
 import json
-import os
 import zlib
 from pathlib import Path
 
@@ -44,38 +43,16 @@ from gateway.wire.goset import (
 )
 from gateway.wire.want import ChunkRequest, Want, decode_chnk, decode_want, encode_chnk, encode_want
 
+from tests import vectors as reference_vectors  # noqa: E402
+
 H = bytes.fromhex
 
 # --------------------------------------------------------------------------- JSON vectors
 
-_VECTOR_NAME = "tinyssb-reference-vectors.json"
-
-
-def _find_vectors() -> Path | None:
-    here = Path(__file__).resolve()
-    candidates = []
-    if os.environ.get("TINYSSB_VECTORS"):
-        candidates.append(Path(os.environ["TINYSSB_VECTORS"]))
-    candidates += [
-        here.parent / "vectors" / _VECTOR_NAME,
-        here.parents[2] / "shared" / "vectors" / _VECTOR_NAME,
-        here.parents[3] / "shared" / "vectors" / _VECTOR_NAME,
-        Path("/work/shared/vectors") / _VECTOR_NAME,
-    ]
-    for path in candidates:
-        if path.is_file():
-            return path
-    return None
-
-
-_VECTOR_PATH = _find_vectors()
-VECTORS = json.loads(_VECTOR_PATH.read_text()) if _VECTOR_PATH else None
-needs_vectors = pytest.mark.skipif(VECTORS is None, reason=f"{_VECTOR_NAME} not found")
+VECTORS = reference_vectors.load()
 
 
 def _entry_cases():
-    if VECTORS is None:
-        return []
     cases = []
     for f_index, feed in enumerate(VECTORS["feeds"]):
         prev = None
@@ -89,18 +66,14 @@ def _entry_cases():
 
 
 def _feed_cases():
-    if VECTORS is None:
-        return []
     return [pytest.param(feed, id=f"feed{i}") for i, feed in enumerate(VECTORS["feeds"])]
 
 
-@needs_vectors
 @pytest.mark.parametrize("feed", _feed_cases())
 def test_feed_id_from_seed(feed):
     assert FeedKey.from_seed(H(feed["seed"])).fid == H(feed["fid"])
 
 
-@needs_vectors
 @pytest.mark.parametrize("feed, vec, prev", _entry_cases())
 def test_entry_vector(feed, vec, prev):
     key = FeedKey.from_seed(H(feed["seed"]))
@@ -135,7 +108,6 @@ def test_entry_vector(feed, vec, prev):
         assert ptr == ZERO_HASH
 
 
-@needs_vectors
 @pytest.mark.parametrize("feed", _feed_cases())
 def test_next_dmx(feed):
     fid = H(feed["fid"])
@@ -145,7 +117,6 @@ def test_next_dmx(feed):
     assert entry_dmx(fid, nxt["seq"], H(nxt["prev"])) == H(nxt["dmx"])
 
 
-@needs_vectors
 def test_goset_vectors():
     g = VECTORS["goset"]
     keys = [H(k) for k in g["keys_sorted"]]
@@ -167,7 +138,6 @@ def test_goset_vectors():
     assert chnk_dmx(state) == H(g["chnk_dmx"])
 
 
-@needs_vectors
 def test_want_vector():
     g = VECTORS["goset"]
     payload = g["want_example"]["payload"]
@@ -176,7 +146,6 @@ def test_want_vector():
     assert decode_want(packet) == Want(payload[0], tuple(payload[1:]))
 
 
-@needs_vectors
 def test_chnk_vector():
     g = VECTORS["goset"]
     payload = g["chnk_example"]["payload"]
