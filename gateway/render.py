@@ -27,7 +27,7 @@ def render_value(value: object, indent: int = 0, step: int = 2) -> str:
     if isinstance(value, list):
         if not value:
             return "[]"
-        if all(not isinstance(v, (list, dict)) for v in value) and len(value) <= 6:
+        if len(value) <= 6 and all(not isinstance(v, (list, dict)) or not v for v in value):
             return "[" + ", ".join(render_value(v, 0, step) for v in value) + "]"
         items = ",\n".join(pad + render_value(v, indent + step, step) for v in value)
         return "[\n" + items + "\n" + end + "]"

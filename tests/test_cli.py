@@ -5,8 +5,10 @@ from __future__ import annotations
 import io
 import json
 import os
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -130,3 +132,33 @@ def test_help_lists_the_commands() -> None:
                          text=True, check=True).stdout
     for command in ("id", "publish", "feeds", "cat", "follow"):
         assert command in out
+
+
+def test_follow_shows_entries_as_they_arrive(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "d"
+    run(capsys, data, "publish", "first")
+    env = {**os.environ, "TINYSSB_DATA": str(data), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "follow", "me",
+                             "--interval", "0.05"], env=env, stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30  # a hang fails the test instead of stalling the suite
+    lines: list[str] = []
+
+    def next_line() -> str:
+        assert proc.stdout is not None
+        while not select.select([proc.stdout], [], [], 0.1)[0]:
+            assert time.monotonic() < deadline, f"follow printed nothing new: {lines}"
+        line = proc.stdout.readline()
+        assert line, "follow exited early"
+        return line
+
+    try:
+        lines.append(next_line())
+        run(capsys, data, "publish", "second")  # written while follow is watching
+        while "second" not in lines[-1]:
+            lines.append(next_line())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    text = "".join(lines)
+    assert text.index("first") < text.index("--- #2") < text.index("second")
