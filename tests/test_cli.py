@@ -5,10 +5,10 @@ from __future__ import annotations
 import io
 import json
 import os
-import select
 import subprocess
 import sys
-import time
+from queue import Empty, Queue
+from threading import Thread
 from pathlib import Path
 
 import pytest
@@ -54,7 +54,7 @@ def test_publish_feeds_cat_round_trip(tmp_path: Path, capsys: pytest.CaptureFixt
     rc, out, _ = run(capsys, data, "cat", rows[0]["id"], "--seq", "1")
     assert rc == 0 and '"hello"' in out and '"TAV"' in out
     rc, out, _ = run(capsys, data, "cat", "me")
-    assert "--- #1" in out and "--- #2 (768 B)" in out and "text: from stdin" in out
+    assert "--- #1" in out and "--- #2 (768 B, 8 side-chain chunks)" in out and "text: from stdin" in out
 
     with DiskStore(data, readonly=True) as store:
         fid = store.feeds()[0]
@@ -141,16 +141,16 @@ def test_follow_shows_entries_as_they_arrive(tmp_path: Path,
     env = {**os.environ, "TINYSSB_DATA": str(data), "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "follow", "me",
                              "--interval", "0.05"], env=env, stdout=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30  # a hang fails the test instead of stalling the suite
     lines: list[str] = []
+    queue: Queue[str] = Queue()
+    assert proc.stdout is not None
+    Thread(target=lambda: [queue.put(line) for line in proc.stdout], daemon=True).start()
 
     def next_line() -> str:
-        assert proc.stdout is not None
-        while not select.select([proc.stdout], [], [], 0.1)[0]:
-            assert time.monotonic() < deadline, f"follow printed nothing new: {lines}"
-        line = proc.stdout.readline()
-        assert line, "follow exited early"
-        return line
+        try:  # a hang fails the test instead of stalling the suite
+            return queue.get(timeout=30)
+        except Empty:
+            raise AssertionError(f"follow printed nothing new after: {lines}") from None
 
     try:
         lines.append(next_line())
