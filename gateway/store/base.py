@@ -119,12 +119,13 @@ class FeedStore:
 
     def remove_feed(self, fid: bytes) -> None:
         """Forget a feed and delete its log and chunks."""
-        replica = self._replicas.pop(fid, None)
+        replica = self._replicas.get(fid)
         if replica is None:
             raise UnknownFeedError(f"unknown feed {fid.hex()}")
+        self._drop_backend(fid)  # first: if it fails, the store still holds the feed
+        del self._replicas[fid]
         for seq, pend in replica.pending.items():
             self._unexpect(pend.next_hash, replica, seq)
-        self._drop_backend(fid)
 
     # --- appending ------------------------------------------------------------------
     def ingest_entry(self, fid: bytes, packet: bytes) -> StoredEntry:
@@ -153,9 +154,10 @@ class FeedStore:
         """
         if len(chunk) != PACKET_LEN:
             return []
-        if h is None:
-            h = hash20(chunk)
-        waiting = self._expected.pop(h, None)
+        actual = hash20(chunk)
+        if h is not None and h != actual:
+            return []
+        waiting = self._expected.pop(actual, None)
         if waiting is None:
             return []
         stored_all = []
@@ -170,9 +172,11 @@ class FeedStore:
         """Sign ``content`` as the next entry of ``key``'s feed; durable before returning."""
         replica = self.add_feed(key.fid)
         entry = build_entry(key, replica.max_seq + 1, replica.prev, content, typ)
-        # Chunks first: an entry must never be durable without the content it points to.
+        # Chunks first, and durable before the entry is written: an entry must never be
+        # durable without the content it points to.
+        last = len(entry.chunks) - 1
         for cnr, chunk in enumerate(entry.chunks):
-            replica.backend.append_chunk(entry.seq, cnr, chunk, durable=False)
+            replica.backend.append_chunk(entry.seq, cnr, chunk, durable=cnr == last)
         replica.append_verified(entry, durable=True)
         replica.pending.pop(entry.seq, None)  # we hold all of its chunks already
         return entry

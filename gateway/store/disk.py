@@ -55,7 +55,11 @@ def _fsync_dir(path: Path) -> None:
 def write_atomic(path: Path, data: bytes, durable: bool = True, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` so that a crash leaves either the old or the new file."""
     tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:  # a stale temporary file would keep its old mode: start afresh
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         view = memoryview(data)
         while view:
@@ -100,6 +104,15 @@ class DiskFeed:
             frontier, log_from, chunk_from = loaded
         self.log_len = self._roll_entries(frontier, log_from, log_size)
         self.chunk_len = self._roll_chunks(frontier, chunk_from, chunk_size)
+        if loaded is not None and (self.log_len, self.chunk_len) != (log_size, chunk_size):
+            # Something would be cut. Before cutting, make sure the checkpoint itself is not
+            # what is wrong (a damaged frontier could otherwise cut valid records and make
+            # us reuse a sequence number): verify the whole log from its start.
+            log.warning("feed %s: records past the checkpoint do not fit; re-verifying the "
+                        "whole log", self.fid.hex()[:16])
+            loaded, frontier = None, Frontier.empty(self.fid)
+            self.log_len = self._roll_entries(frontier, 0, log_size)
+            self.chunk_len = self._roll_chunks(frontier, 0, chunk_size)
         if loaded is not None:
             self._checkpointed = (log_from, chunk_from)
         if not self.readonly:

@@ -17,19 +17,39 @@ import pytest
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
-    RuleBasedStateMachine, invariant, precondition, rule,
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
 )
 
 from gateway.store import (
-    DiskStore, FeedStore, MemoryStore, StoreError, StoreLockedError, UnknownFeedError,
+    DiskStore,
+    FeedStore,
+    MemoryStore,
+    StoreError,
+    StoreLockedError,
+    UnknownFeedError,
 )
 from gateway.store.disk import CHUNK_HEADER, CHUNK_RECORD_LEN
 from gateway.store.keys import (
-    KeyFileError, key_path, load_key, load_or_create_key, save_key,
+    KeyFileError,
+    key_path,
+    load_key,
+    load_or_create_key,
+    save_key,
 )
 from gateway.wire.entry import (
-    PACKET_LEN, TYPE_PLAIN48, Entry, FeedKey, build_entry, chunk_count, genesis_prev,
-    hash20, parse_chain20, verify_entry,
+    PACKET_LEN,
+    TYPE_PLAIN48,
+    Entry,
+    FeedKey,
+    build_entry,
+    chunk_count,
+    genesis_prev,
+    hash20,
+    parse_chain20,
+    verify_entry,
 )
 from gateway.wire.errors import SignatureError, WireError
 
@@ -72,7 +92,7 @@ def make_store(kind, tmp_path):
 def crash(store: DiskStore) -> None:
     """Let go of the store as a killed process would: file descriptors closed, no flush,
     no checkpoint (what was written stays in the page cache, as after SIGKILL)."""
-    for feed in store._feeds.values():  # noqa: SLF001 - simulating a crash
+    for feed in store._feeds.values():
         feed.close()
     store._feeds.clear()
     if store._lock_fd is not None:
@@ -338,10 +358,6 @@ def test_ingest_chunk_with_precomputed_hash(make_store):
     assert dst.read_content(KEY_A.fid, 1) == content(0, 250)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG gateway/store/base.py FeedStore.ingest_chunk: the expectation is popped before "
-    "the chunk is checked; a caller-supplied h that does not match the chunk raises "
-    "PacketError and the chain never completes (see report)"))
 def test_ingest_chunk_with_wrong_hash_keeps_the_expectation(make_store):
     src, dst = make_store(), make_store()
     e = src.publish(KEY_A, content(0, 250))
@@ -564,6 +580,14 @@ def test_disk_torn_records_are_cut(tmp_path):
     store.close()
 
 
+def frontier_json(**fields) -> bytes:
+    """A frontier file body: a valid empty checkpoint with ``fields`` overridden."""
+    body = {"version": 1, "max_seq": 0, "prev": "00" * 20, "log_bytes": 0,
+            "chunk_bytes": 0, "pending": {}}
+    body.update(fields)
+    return json.dumps(body).encode()
+
+
 @pytest.mark.parametrize("garbage", [
     None,  # deleted
     b"",
@@ -573,24 +597,16 @@ def test_disk_torn_records_are_cut(tmp_path):
     b"[]",
     b"42",
     b'{"version": 1}',
-    b'{"version": 99, "max_seq": 0, "prev": "00", "log_bytes": 0, "chunk_bytes": 0, '
-    b'"pending": {}}',
-    b'{"version": 1, "max_seq": 3, "prev": "zz", "log_bytes": 360, "chunk_bytes": 0, '
-    b'"pending": {}}',
-    b'{"version": 1, "max_seq": 3, "prev": "00", "log_bytes": 360, "chunk_bytes": 0, '
-    b'"pending": {}}',  # prev of the wrong length
-    b'{"version": 1, "max_seq": 3, "prev": "' + b"00" * 20 + b'", "log_bytes": 999, '
-    b'"chunk_bytes": 0, "pending": {}}',  # log_bytes inconsistent with max_seq
-    b'{"version": 1, "max_seq": 500, "prev": "' + b"00" * 20 + b'", "log_bytes": 60000, '
-    b'"chunk_bytes": 0, "pending": {}}',  # beyond the end of the log
-    b'{"version": 1, "max_seq": 0, "prev": "' + b"00" * 20 + b'", "log_bytes": 0, '
-    b'"chunk_bytes": 12800000, "pending": {}}',  # beyond the end of the chunks
-    b'{"version": 1, "max_seq": 0, "prev": "' + b"00" * 20 + b'", "log_bytes": 0, '
-    b'"chunk_bytes": 0, "pending": [1, 2]}',
-    b'{"version": 1, "max_seq": 0, "prev": "' + b"00" * 20 + b'", "log_bytes": 0, '
-    b'"chunk_bytes": 0, "pending": {"1": [1, 2]}}',
-    b'{"version": 1, "max_seq": 0, "prev": "' + b"00" * 20 + b'", "log_bytes": 0, '
-    b'"chunk_bytes": 0, "pending": {"x": [1, 2, "00"]}}',
+    frontier_json(version=99),
+    frontier_json(max_seq=3, prev="zz", log_bytes=360),
+    frontier_json(max_seq=3, prev="00", log_bytes=360),  # prev of the wrong length
+    frontier_json(max_seq="three", log_bytes=360),
+    frontier_json(max_seq=3, log_bytes=999),  # log_bytes inconsistent with max_seq
+    frontier_json(max_seq=500, log_bytes=60000),  # beyond the end of the log
+    frontier_json(chunk_bytes=12800000),  # beyond the end of the chunks
+    frontier_json(pending=[1, 2]),
+    frontier_json(pending={"1": [1, 2]}),
+    frontier_json(pending={"x": [1, 2, "00"]}),
 ])
 def test_disk_frontier_lost_or_garbage_is_rebuilt_from_the_logs(tmp_path, garbage):
     root = tmp_path / "data"
@@ -615,6 +631,18 @@ def test_disk_frontier_lost_or_garbage_is_rebuilt_from_the_logs(tmp_path, garbag
     store = DiskStore(root)
     assert store.read_content(KEY_A.fid, len(a_entries) + 1) == b"next"
     store.close()
+
+
+def test_disk_plausible_but_wrong_frontier_does_not_cut_the_log(tmp_path):
+    root = tmp_path / "data"
+    _, a_entries, _ = disk_fixture_state(root)
+    path = feed_dir(root, KEY_A.fid) / "frontier"
+    path.write_bytes(frontier_json(max_seq=3, prev="00" * 20, log_bytes=3 * PACKET_LEN))
+    store = DiskStore(root)
+    try:
+        assert store.info(KEY_A.fid).length == len(a_entries)
+    finally:
+        store.close()
 
 
 def test_disk_frontier_stale_checkpoint_is_rolled_forward(tmp_path):
@@ -723,7 +751,7 @@ def test_disk_invalid_log_record_is_cut_with_everything_after_it(tmp_path, bad):
 def test_disk_orphan_chunks_are_cut_and_publish_continues(tmp_path, how):
     """A crash mid-publish: the chunks were written, the entry was not (or only partly)."""
     root = tmp_path / "data"
-    _, a_entries, _ = disk_fixture_state(root)
+    disk_fixture_state(root)
     store = DiskStore(root)
     e_last = store.publish(KEY_A, content(90, 200))
     before = snapshot(store)
@@ -830,9 +858,6 @@ def test_disk_readonly_of_missing_directory_creates_nothing(tmp_path):
     assert not root.exists()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG gateway/store/base.py FeedStore.remove_feed: on a read-only DiskStore the replica "
-    "is dropped from memory before _drop_backend raises StoreError (see report)"))
 def test_disk_readonly_remove_feed_changes_nothing(tmp_path):
     root = tmp_path / "data"
     with DiskStore(root) as writer:
@@ -936,9 +961,6 @@ def test_missing_key_file(tmp_path):
         load_key(key_path(tmp_path))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG gateway/store/disk.py write_atomic: an existing <name>.tmp keeps its mode "
-    "(O_CREAT does not chmod), so the secret key is written world-readable (see report)"))
 def test_key_file_is_0600_even_with_a_stale_temporary_file(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
