@@ -7,6 +7,7 @@ Subclasses provide persistence only.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -35,7 +36,7 @@ class FeedInfo:
     incomplete: tuple[tuple[int, int, int], ...]  # (seq, chunks held, chunks needed)
 
 
-class FeedStore:
+class FeedStore(ABC):
     """Replicas of many feeds plus the expected-chunk table. Not thread-safe."""
 
     def __init__(self) -> None:
@@ -44,12 +45,14 @@ class FeedStore:
         # identical chunks, so one hash may be awaited by several chains at once
         self._expected: dict[bytes, list[tuple[Replica, int]]] = {}
 
-    # --- subclass hooks -------------------------------------------------------------
+    # --- what a concrete store provides ------------------------------------------------
+    @abstractmethod
     def _new_backend(self, fid: bytes) -> tuple[FeedBackend, Frontier]:
-        raise NotImplementedError
+        """Create (or reopen) the persistence of ``fid``; return it with its frontier."""
 
+    @abstractmethod
     def _drop_backend(self, fid: bytes) -> None:
-        raise NotImplementedError
+        """Delete everything held for ``fid``."""
 
     def flush(self) -> None:
         """Make everything appended so far durable."""
@@ -174,10 +177,17 @@ class FeedStore:
         entry = build_entry(key, replica.max_seq + 1, replica.prev, content, typ)
         # Chunks first, and durable before the entry is written: an entry must never be
         # durable without the content it points to.
+        # If anything fails (disk full, I/O error), both logs are cut back so that no
+        # orphan chunk can sit in front of the chunks of the next attempt.
+        mark = replica.backend.mark()
         last = len(entry.chunks) - 1
-        for cnr, chunk in enumerate(entry.chunks):
-            replica.backend.append_chunk(entry.seq, cnr, chunk, durable=cnr == last)
-        replica.append_verified(entry, durable=True)
+        try:
+            for cnr, chunk in enumerate(entry.chunks):
+                replica.backend.append_chunk(entry.seq, cnr, chunk, durable=cnr == last)
+            replica.append_verified(entry, durable=True)
+        except BaseException:
+            replica.backend.rollback(mark)
+            raise
         replica.pending.pop(entry.seq, None)  # we hold all of its chunks already
         return entry
 

@@ -250,6 +250,17 @@ class DiskFeed:
             os.fsync(self.log_fd)
             self._dirty_log = False
 
+    def mark(self) -> tuple[int, int]:
+        """Where the logs end now, for :meth:`rollback`."""
+        return self.log_len, self.chunk_len
+
+    def rollback(self, mark: tuple[int, int]) -> None:
+        """Cut both logs back to ``mark`` (after a failed publish) and make that durable."""
+        self.log_len, self.chunk_len = mark
+        self._truncate(self.log_fd, self.log_len)
+        self._truncate(self.chunk_fd, self.chunk_len)
+        self._chunk_index = None
+
     def checkpoint(self, frontier: Frontier, durable: bool) -> None:
         if self.readonly or self._checkpointed == (self.log_len, self.chunk_len):
             return

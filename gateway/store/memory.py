@@ -31,6 +31,18 @@ class MemoryFeed:
         chain = self.chunks.get(seq)
         return chain[cnr] if chain is not None and 0 <= cnr < len(chain) else None
 
+    def mark(self) -> tuple[int, int]:
+        """Where the feed ends now: (entries, chunks of the entry after them)."""
+        return len(self.entries), len(self.chunks.get(len(self.entries) + 1, ()))
+
+    def rollback(self, mark: tuple[int, int]) -> None:
+        n_entries, n_chunks = mark
+        del self.entries[n_entries:]
+        for seq in [s for s in self.chunks if s > n_entries]:
+            del self.chunks[seq][n_chunks if seq == n_entries + 1 else 0:]
+            if not self.chunks[seq]:
+                del self.chunks[seq]
+
     def checkpoint(self, frontier: Frontier, durable: bool) -> None:
         """Nothing to do: memory holds the frontier already."""
 

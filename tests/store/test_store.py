@@ -1108,3 +1108,40 @@ StoreMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 test_store_machine = StoreMachine.TestCase
+
+
+# --- a publish that fails half-way ----------------------------------------------------
+
+def test_failed_publish_leaves_no_orphans_and_the_next_one_survives(make_store, kind,
+                                                                    tmp_path, monkeypatch):
+    """An I/O error while publishing (disk full, say) cuts both logs back: the next publish
+    takes the same seq and its side chain reads back, also after a reopen."""
+    store = make_store()
+    key = FeedKey.from_seed(bytes([7]) * 32)
+    store.publish(key, content(1, 300))
+    backend = store.replica(key.fid).backend
+    real_append = type(backend).append_entry
+
+    def failing_append(self, seq, packet, durable):
+        real_append(self, seq, packet, durable)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(type(backend), "append_entry", failing_append)
+    with pytest.raises(OSError):
+        store.publish(key, content(2, 450))
+    monkeypatch.undo()
+    assert store.info(key.fid).length == 1
+
+    entry = store.publish(key, content(3, 450))
+    assert entry.seq == 2
+    assert store.read_content(key.fid, 2) == content(3, 450)
+    assert len(store.replica(key.fid).backend.read_chunks(2)) == len(entry.chunks)
+    if kind == "disk":
+        store.close()
+        reopened = DiskStore(tmp_path / "data0")
+        try:
+            assert reopened.info(key.fid).length == 2
+            assert reopened.read_content(key.fid, 2) == content(3, 450)
+            assert reopened.read_content(key.fid, 1) == content(1, 300)
+        finally:
+            reopened.close()
