@@ -149,7 +149,7 @@ class FeedStore(ABC):
         """The 20-byte hash table: expected chunk hash -> [(feed id, seq), ...]."""
         return {h: [(r.fid, seq) for r, seq in w] for h, w in self._expected.items()}
 
-    def ingest_chunk(self, chunk: bytes, h: bytes | None = None) -> list[StoredChunk]:
+    def ingest_chunk(self, chunk: bytes) -> list[StoredChunk]:
         """Append a chunk to every incomplete chain that expects it next.
 
         Returns what was stored: empty if no chain expects this chunk (it is then not a
@@ -157,10 +157,7 @@ class FeedStore(ABC):
         """
         if len(chunk) != PACKET_LEN:
             return []
-        actual = hash20(chunk)
-        if h is not None and h != actual:
-            return []
-        waiting = self._expected.pop(actual, None)
+        waiting = self._expected.pop(hash20(chunk), None)
         if waiting is None:
             return []
         stored_all = []

@@ -193,7 +193,7 @@ class DiskFeed:
             raise StoreError("store opened read-only")
         if self.log_len != (seq - 1) * PACKET_LEN:
             raise StoreError(f"feed {self.fid.hex()}: log out of step at seq {seq}")
-        self._write(self.log_fd, packet)
+        self._write(self.log_fd, packet, self.log_len)
         self.log_len += PACKET_LEN
         self._dirty_log = True
         if durable:
@@ -202,7 +202,7 @@ class DiskFeed:
     def append_chunk(self, seq: int, cnr: int, chunk: bytes, durable: bool) -> None:
         if self.readonly:
             raise StoreError("store opened read-only")
-        self._write(self.chunk_fd, CHUNK_HEADER.pack(seq, cnr) + chunk)
+        self._write(self.chunk_fd, CHUNK_HEADER.pack(seq, cnr) + chunk, self.chunk_len)
         if self._chunk_index is not None:
             self._chunk_index.setdefault(seq, []).append(self.chunk_len)
         self.chunk_len += CHUNK_RECORD_LEN
@@ -211,10 +211,15 @@ class DiskFeed:
             self.sync()
 
     @staticmethod
-    def _write(fd: int, data: bytes) -> None:
-        written = os.write(fd, data)
-        if written != len(data):  # regular files write short only when the disk is full
-            raise StoreError(f"short write ({written} of {len(data)} bytes); disk full?")
+    def _write(fd: int, data: bytes, length_before: int) -> None:
+        """Append ``data`` whole, or cut the file back to ``length_before`` and raise."""
+        try:
+            written = os.write(fd, data)
+            if written != len(data):  # regular files write short only when the disk is full
+                raise StoreError(f"short write ({written} of {len(data)} bytes); disk full?")
+        except BaseException:
+            os.ftruncate(fd, length_before)
+            raise
 
     def read_entry(self, seq: int) -> bytes | None:
         off = (seq - 1) * PACKET_LEN
