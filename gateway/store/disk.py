@@ -104,7 +104,8 @@ class DiskFeed:
             frontier, log_from, chunk_from = loaded
         self.log_len = self._roll_entries(frontier, log_from, log_size)
         self.chunk_len = self._roll_chunks(frontier, chunk_from, chunk_size)
-        if loaded is not None and (self.log_len, self.chunk_len) != (log_size, chunk_size):
+        cutting = (self.log_len, self.chunk_len) != (log_size, chunk_size)
+        if loaded is not None and cutting and not self.readonly:
             # Something would be cut. Before cutting, make sure the checkpoint itself is not
             # what is wrong (a damaged frontier could otherwise cut valid records and make
             # us reuse a sequence number): verify the whole log from its start.
@@ -150,13 +151,13 @@ class DiskFeed:
                 seq = frontier.max_seq + 1
                 try:
                     entry = verify_entry(self.fid, seq, frontier.prev, packet)
+                    pend = pending_of(packet)
                 except WireError as exc:
                     log.warning("feed %s: log record %d invalid (%s); cutting the log there",
                                 self.fid.hex()[:16], seq, exc)
                     break
                 frontier.max_seq = seq
                 frontier.prev = entry.msg_id
-                pend = pending_of(packet)
                 if pend is not None:
                     frontier.pending[seq] = pend
                 pos += PACKET_LEN
