@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: all setup test run bench clean
+.PHONY: all setup test run bench lint clean
 
 all: test
 
@@ -26,6 +26,10 @@ run: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check gateway tests bench
+	$(BIN)/mypy gateway
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

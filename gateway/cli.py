@@ -8,8 +8,8 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from . import __version__
 from .render import render_content
@@ -242,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     try:
-        return args.func(args)
+        return int(args.func(args))
     except (UserError, StoreError, WireError) as exc:
         print(f"tinyssb: error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR

@@ -7,9 +7,9 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from queue import Empty, Queue
 from threading import Thread
-from pathlib import Path
 
 import pytest
 
@@ -84,7 +84,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Capture
                                           args: list[str], needle: str) -> None:
     data = tmp_path / "d"
     run(capsys, data, "publish", "x")
-    rc, out, err = run(capsys, data, *args)
+    rc, _out, err = run(capsys, data, *args)
     assert rc == 2
     assert needle in err
     assert err.count("\n") == 1 and "Traceback" not in err

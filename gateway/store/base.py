@@ -8,11 +8,18 @@ Subclasses provide persistence only.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Self
 
 from ..wire.entry import (
-    PACKET_LEN, TYPE_CHAIN20, Entry, FeedKey, build_entry, content_of, hash20,
+    PACKET_LEN,
+    TYPE_CHAIN20,
+    Entry,
+    FeedKey,
+    build_entry,
+    content_of,
+    hash20,
 )
 from ..wire.errors import PacketError
 from .replica import FeedBackend, Frontier, Replica, StoredChunk, StoredEntry
@@ -60,7 +67,7 @@ class FeedStore(ABC):
     def close(self) -> None:
         self.flush()
 
-    def __enter__(self) -> "FeedStore":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -9,7 +9,7 @@ from .replica import FeedBackend, Frontier
 class MemoryFeed:
     """Entries and chunks of one feed, held in lists."""
 
-    __slots__ = ("entries", "chunks")
+    __slots__ = ("chunks", "entries")
 
     def __init__(self) -> None:
         self.entries: list[bytes] = []

@@ -11,8 +11,14 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..wire.entry import (
-    PACKET_LEN, TYPE_CHAIN20, Entry, entry_dmx, genesis_prev, parse_chain20,
-    verify_chunk, verify_entry,
+    PACKET_LEN,
+    TYPE_CHAIN20,
+    Entry,
+    entry_dmx,
+    genesis_prev,
+    parse_chain20,
+    verify_chunk,
+    verify_entry,
 )
 from ..wire.errors import PacketError
 
@@ -35,7 +41,7 @@ class Frontier:
     pending: dict[int, PendingChain] = field(default_factory=dict)
 
     @classmethod
-    def empty(cls, fid: bytes) -> "Frontier":
+    def empty(cls, fid: bytes) -> Frontier:
         return cls(0, genesis_prev(fid))
 
 
@@ -87,7 +93,7 @@ def pending_of(entry_packet: bytes) -> PendingChain | None:
 class Replica:
     """The state of one feed plus the checks that guard its log."""
 
-    __slots__ = ("fid", "frontier", "backend", "_next_dmx")
+    __slots__ = ("_next_dmx", "backend", "fid", "frontier")
 
     def __init__(self, fid: bytes, frontier: Frontier, backend: FeedBackend) -> None:
         self.fid = fid

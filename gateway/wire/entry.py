@@ -147,7 +147,7 @@ class FeedKey:
     secret: bytes
 
     @classmethod
-    def from_seed(cls, seed: bytes) -> "FeedKey":
+    def from_seed(cls, seed: bytes) -> FeedKey:
         if len(seed) != 32:
             raise ValueError(f"an Ed25519 seed is 32 bytes, got {len(seed)}")
         pk, sk = crypto_sign_seed_keypair(bytes(seed))

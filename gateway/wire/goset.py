@@ -13,8 +13,8 @@ Receivers require the exact lengths; this module does too.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from .entry import DMX_LEN, FID_LEN, PFX
 from .errors import PacketError

@@ -24,7 +24,7 @@ def parse_id(text: str) -> bytes:
     text = text.strip()
     if len(text) == 2 * FID_LEN and all(c in _HEX_DIGITS for c in text):
         return bytes.fromhex(text)
-    body = text[1:] if text.startswith("@") else text
+    body = text.removeprefix("@")
     if body.endswith(SUFFIX):
         try:
             fid = base64.b64decode(body[: -len(SUFFIX)], validate=True)

@@ -75,7 +75,7 @@ def _as_uint(value: object) -> int | None:
     return value
 
 
-def _body(packet: bytes) -> list:
+def _body(packet: bytes) -> list[object]:
     if len(packet) <= DMX_LEN:
         raise PacketError("request packet without a body")
     try:

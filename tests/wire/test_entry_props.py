@@ -5,12 +5,11 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gateway.wire import bipf
 from gateway.wire.entry import (
-    CHUNK_CONTENT_LEN,
     PACKET_LEN,
     TYPE_CHAIN20,
     TYPE_PLAIN48,

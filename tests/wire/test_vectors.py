@@ -6,9 +6,7 @@ the worked examples are copied from ``shared/docs/wire-compat.md`` sections 2-4.
 
 from __future__ import annotations
 
-import json
 import zlib
-from pathlib import Path
 
 import pytest
 
@@ -42,8 +40,7 @@ from gateway.wire.goset import (
     xor_keys,
 )
 from gateway.wire.want import ChunkRequest, Want, decode_chnk, decode_want, encode_chnk, encode_want
-
-from tests import vectors as reference_vectors  # noqa: E402
+from tests import vectors as reference_vectors
 
 H = bytes.fromhex
 
