@@ -30,7 +30,7 @@ class StoreError(Exception):
 
 
 class UnknownFeedError(StoreError):
-    pass
+    """A feed id the store does not hold."""
 
 
 @dataclass(slots=True, frozen=True)

@@ -20,6 +20,7 @@ lose the last unflushed ones, which are simply fetched again.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -41,7 +42,7 @@ FRONTIER_VERSION = 1
 
 
 class StoreLockedError(StoreError):
-    pass
+    """The data directory is held by another writing process."""
 
 
 def _fsync_dir(path: Path) -> None:
@@ -55,10 +56,8 @@ def _fsync_dir(path: Path) -> None:
 def write_atomic(path: Path, data: bytes, durable: bool = True, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` so that a crash leaves either the old or the new file."""
     tmp = path.with_name(path.name + ".tmp")
-    try:  # a stale temporary file would keep its old mode: start afresh
+    with contextlib.suppress(FileNotFoundError):  # a stale one would keep its old mode
         os.unlink(tmp)
-    except FileNotFoundError:
-        pass
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         view = memoryview(data)
