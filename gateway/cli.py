@@ -16,7 +16,7 @@ from .render import render_content
 from .store import DiskStore, FeedStore, StoreError
 from .store.keys import KEY_FILE, load_key, load_or_create_key
 from .wire import bipf
-from .wire.entry import FeedKey, parse_chain20
+from .wire.entry import FeedKey, chunks_needed
 from .wire.errors import WireError
 from .wire.ident import format_id, parse_id
 
@@ -153,8 +153,8 @@ def _show_entry(store: FeedStore, fid: bytes, seq: int, raw: bool) -> None:
         state = f"side chain incomplete, {have[0]}/{have[1]} chunks" if have else "absent"
         print(f"--- #{seq} ({state})")
         return
-    packet = store.read_packet(fid, seq) or b""
-    chunks = parse_chain20(packet).n_chunks if packet[7:8] == b"\x01" else 0
+    packet = store.read_packet(fid, seq)
+    chunks = chunks_needed(packet) if packet else 0
     where = f", {chunks} side-chain chunk{'s' if chunks != 1 else ''}" if chunks else ""
     print(f"--- #{seq} ({len(content)} B{where})")
     print(render_content(content))

@@ -179,20 +179,7 @@ class FeedStore(ABC):
         """Sign ``content`` as the next entry of ``key``'s feed; durable before returning."""
         replica = self.add_feed(key.fid)
         entry = build_entry(key, replica.max_seq + 1, replica.prev, content, typ)
-        # Chunks first, and durable before the entry is written: an entry must never be
-        # durable without the content it points to.
-        # If anything fails (disk full, I/O error), both logs are cut back so that no
-        # orphan chunk can sit in front of the chunks of the next attempt.
-        mark = replica.backend.mark()
-        last = len(entry.chunks) - 1
-        try:
-            for cnr, chunk in enumerate(entry.chunks):
-                replica.backend.append_chunk(entry.seq, cnr, chunk, durable=cnr == last)
-            replica.append_verified(entry, durable=True)
-        except BaseException:
-            replica.backend.rollback(mark)
-            raise
-        replica.pending.pop(entry.seq, None)  # we hold all of its chunks already
+        replica.append_own(entry)
         return entry
 
     # --- reading --------------------------------------------------------------------

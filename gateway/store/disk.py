@@ -29,7 +29,7 @@ import shutil
 import struct
 from pathlib import Path
 
-from ..wire.entry import PACKET_LEN, hash20, verify_entry
+from ..wire.entry import PACKET_LEN, verify_entry
 from ..wire.errors import WireError
 from .base import FeedStore, StoreError
 from .replica import FeedBackend, Frontier, PendingChain, pending_of
@@ -155,10 +155,7 @@ class DiskFeed:
                     log.warning("feed %s: log record %d invalid (%s); cutting the log there",
                                 self.fid.hex()[:16], seq, exc)
                     break
-                frontier.max_seq = seq
-                frontier.prev = entry.msg_id
-                if pend is not None:
-                    frontier.pending[seq] = pend
+                frontier.advance_entry(entry, pend)
                 pos += PACKET_LEN
         return pos
 
@@ -170,15 +167,11 @@ class DiskFeed:
                 seq, cnr = CHUNK_HEADER.unpack_from(data, off)
                 chunk = data[off + CHUNK_HEADER.size : off + CHUNK_RECORD_LEN]
                 pend = frontier.pending.get(seq)
-                if pend is None or pend.next_cnr != cnr or hash20(chunk) != pend.next_hash:
+                if pend is None or pend.next_cnr != cnr or not frontier.chunk_fits(seq, chunk):
                     log.info("feed %s: chunk record (seq %d, cnr %d) belongs to no entry; "
                              "cutting the chunk log there", self.fid.hex()[:16], seq, cnr)
                     break
-                pend.next_cnr += 1
-                if pend.next_cnr >= pend.n_chunks:
-                    del frontier.pending[seq]
-                else:
-                    pend.next_hash = chunk[-20:]
+                frontier.advance_chunk(seq, chunk)
                 pos += CHUNK_RECORD_LEN
         return pos
 

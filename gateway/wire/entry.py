@@ -198,23 +198,50 @@ def build_entry(key: FeedKey, seq: int, prev: bytes, content: bytes,
     return Entry(key.fid, seq, bytes(prev), packet, msg_id_of(name, packet), tuple(chunks))
 
 
-def verify_entry(fid: bytes, seq: int, prev: bytes, packet: bytes) -> Entry:
-    """Check that ``packet`` is entry ``seq`` of ``fid`` after ``prev``; return it as an Entry.
+@dataclass(slots=True, frozen=True)
+class ExpectedEntry:
+    """Entry ``seq`` of ``fid`` after ``prev``, as a receiver waits for it: name and DMX
+    computed once, so the DMX can be armed and the packet verified without rehashing."""
 
-    Raises :class:`PacketError` for a wrong length or DMX and :class:`SignatureError` for a
-    signature that does not verify.
-    """
-    if len(packet) != PACKET_LEN:
-        raise PacketError(f"an entry is {PACKET_LEN} bytes, got {len(packet)}")
-    packet = bytes(packet)
-    name = entry_name(fid, seq, prev)
-    if dmx_of_name(name) != packet[:DMX_LEN]:
-        raise PacketError("DMX does not match the expected entry")
-    try:
-        crypto_sign_open(packet[SIGNED_LEN:] + name + packet[:SIGNED_LEN], bytes(fid))
-    except (BadSignatureError, CryptoError, ValueError) as exc:
-        raise SignatureError("entry signature does not verify") from exc
-    return Entry(bytes(fid), seq, bytes(prev), packet, msg_id_of(name, packet))
+    fid: bytes
+    seq: int
+    prev: bytes
+    name: bytes
+    dmx: bytes
+
+    @classmethod
+    def of(cls, fid: bytes, seq: int, prev: bytes) -> ExpectedEntry:
+        name = entry_name(fid, seq, prev)
+        return cls(bytes(fid), seq, bytes(prev), name, dmx_of_name(name))
+
+    def verify(self, packet: bytes) -> Entry:
+        """Check that ``packet`` is this entry; return it as an :class:`Entry`.
+
+        Raises :class:`PacketError` for a wrong length or DMX and :class:`SignatureError`
+        for a signature that does not verify.
+        """
+        if len(packet) != PACKET_LEN:
+            raise PacketError(f"an entry is {PACKET_LEN} bytes, got {len(packet)}")
+        packet = bytes(packet)
+        if packet[:DMX_LEN] != self.dmx:
+            raise PacketError("DMX does not match the expected entry")
+        try:
+            crypto_sign_open(packet[SIGNED_LEN:] + self.name + packet[:SIGNED_LEN], self.fid)
+        except (BadSignatureError, CryptoError, ValueError) as exc:
+            raise SignatureError("entry signature does not verify") from exc
+        return Entry(self.fid, self.seq, self.prev, packet, msg_id_of(self.name, packet))
+
+
+def verify_entry(fid: bytes, seq: int, prev: bytes, packet: bytes) -> Entry:
+    """Check that ``packet`` is entry ``seq`` of ``fid`` after ``prev``; return it as an Entry."""
+    return ExpectedEntry.of(fid, seq, prev).verify(packet)
+
+
+def chunks_needed(packet: bytes) -> int:
+    """How many side-chain chunks an entry packet announces (0 for type 0 or short content)."""
+    if packet[DMX_LEN] != TYPE_CHAIN20:
+        return 0
+    return parse_chain20(packet).n_chunks
 
 
 def verify_chunk(expected_hash: bytes, chunk: bytes) -> bytes:
