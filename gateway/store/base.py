@@ -142,12 +142,9 @@ class FeedStore(ABC):
         """Verify and append a received entry of ``fid`` (WireError if it is not the next)."""
         replica = self.replica(fid)
         stored, _ = replica.accept_entry(packet)
-        self._after_entry(replica, stored)
-        return stored
-
-    def _after_entry(self, replica: Replica, stored: StoredEntry) -> None:
         if stored.n_chunks:
             self._expect(replica.pending[stored.seq].next_hash, replica, stored.seq)
+        return stored
 
     def expects_chunk(self, h: bytes) -> bool:
         return h in self._expected
