@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 __all__ = [
     "PROFILES",
@@ -115,7 +116,7 @@ PROFILES: dict[str, LoRaParams] = {
 except the E22 module plan; tx power 20 dBm, preamble 8, explicit header, no PHY CRC."""
 
 
-def profile(name: str, **overrides: int) -> LoRaParams:
+def profile(name: str, **overrides: Any) -> LoRaParams:
     """Return the named profile, optionally with some fields replaced.
 
     Raises :class:`KeyError` naming the known profiles when ``name`` is unknown.

@@ -1,0 +1,38 @@
+"""Sans-I/O replication: GOSET, WANT/CHNK, faces, policies and the Node that joins them."""
+
+from .events import (
+    ChainComplete,
+    Drop,
+    Event,
+    FeedAdded,
+    FrameKind,
+    NewEntry,
+    Outgoing,
+    RxReport,
+    Stored,
+)
+from .faces import Face, FaceKind
+from .node import Node, NodeStats
+from .policy import DEFAULT, PRESETS, REFERENCE, OffsetStep, Policy, preset
+
+__all__ = [
+    "DEFAULT",
+    "PRESETS",
+    "REFERENCE",
+    "ChainComplete",
+    "Drop",
+    "Event",
+    "Face",
+    "FaceKind",
+    "FeedAdded",
+    "FrameKind",
+    "NewEntry",
+    "Node",
+    "NodeStats",
+    "OffsetStep",
+    "Outgoing",
+    "Policy",
+    "RxReport",
+    "Stored",
+    "preset",
+]

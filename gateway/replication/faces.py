@@ -1,0 +1,199 @@
+"""Faces: the links a Node sends on, their send queues and their airtime budgets.
+
+A face is a LoRa dongle, one BLE peer, a UDP multicast group, a WebSocket peer or a
+simulated radio. It is *broadcast* (everybody in range hears every frame) or
+*point-to-point*; it has an MTU, a framing (CRC32 trailer or none) and a send budget.
+A LoRa face carries a duty-cycle budget counted in airtime over a sliding window,
+computed with :func:`gateway.wire.lora.airtime`, and a minimum gap between
+transmissions. Nothing leaves a face that would exceed its budget: the frame waits.
+
+The send queue never holds the same packet twice, puts answers before GOSET traffic
+before new requests, and lets a newer request replace an older one of the same kind
+(the older one is stale by then).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from enum import Enum, IntEnum
+
+from ..wire.crc import CRC_LEN
+from ..wire.entry import PACKET_LEN
+from ..wire.lora import LoRaParams
+from .events import FrameKind
+
+__all__ = ["AirtimeBudget", "Face", "FaceKind", "Priority", "Queued", "SendQueue"]
+
+
+class FaceKind(Enum):
+    BROADCAST = "broadcast"
+    POINT_TO_POINT = "p2p"
+
+
+class Priority(IntEnum):
+    """Queue order: lower goes first."""
+
+    ANSWER = 0  # entries and chunks asked for
+    GOSET = 1
+    REQUEST = 2  # WANT and CHNK
+
+
+@dataclass(frozen=True, slots=True)
+class Face:
+    """How one link behaves. ``crc`` adds and checks the 4-byte CRC32 trailer."""
+
+    name: str
+    kind: FaceKind = FaceKind.BROADCAST
+    mtu: int = PACKET_LEN
+    crc: bool = False
+    lora: LoRaParams | None = None
+    duty_cycle: float = 0.0  # share of ``duty_window`` the face may be on air; 0: no limit
+    duty_window: float = 3600.0
+    min_gap: float = 0.0  # seconds between the starts of two transmissions
+    queue_size: int = 5
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("a face needs a name")
+        if self.mtu < 8:
+            raise ValueError(f"face {self.name}: MTU {self.mtu} is too small")
+        if not 0 <= self.duty_cycle <= 1 or self.duty_window <= 0:
+            raise ValueError(f"face {self.name}: duty cycle must be in [0, 1], window > 0")
+        if self.duty_cycle and self.lora is None:
+            raise ValueError(f"face {self.name}: a duty cycle needs LoRa parameters")
+        if self.queue_size < 1 or self.min_gap < 0:
+            raise ValueError(f"face {self.name}: queue_size >= 1 and min_gap >= 0 required")
+
+    @classmethod
+    def lora_radio(cls, name: str, params: LoRaParams, *, duty_cycle: float = 0.01,
+                   min_gap: float = 0.0, queue_size: int = 5) -> Face:
+        """A LoRa face: broadcast, CRC32 trailer, airtime-budgeted."""
+        return cls(name, FaceKind.BROADCAST, PACKET_LEN, True, params, duty_cycle,
+                   3600.0, min_gap, queue_size)
+
+    @classmethod
+    def dongle(cls, name: str, params: LoRaParams, *, duty_cycle: float = 0.01,
+               queue_size: int = 5) -> Face:
+        """A LoRa face behind our dongle, which adds and checks the CRC itself."""
+        return cls(name, FaceKind.BROADCAST, PACKET_LEN, False, params, duty_cycle,
+                   3600.0, 0.0, queue_size)
+
+    def wire_len(self, packet_len: int) -> int:
+        """Bytes on the link for a packet of ``packet_len`` bytes."""
+        return packet_len + (CRC_LEN if self.crc else 0)
+
+    def airtime(self, packet_len: int) -> float:
+        """Seconds on air for one packet; 0 for links without a radio model."""
+        return self.lora.airtime(self.wire_len(packet_len)) if self.lora is not None else 0.0
+
+
+class AirtimeBudget:
+    """Airtime spent in a sliding window, against a duty-cycle limit."""
+
+    __slots__ = ("_ledger", "_used", "limit", "window")
+
+    def __init__(self, duty_cycle: float, window: float) -> None:
+        self.limit = duty_cycle * window  # seconds of airtime per window
+        self.window = window
+        self._ledger: deque[tuple[float, float]] = deque()  # (start, airtime)
+        self._used = 0.0
+
+    def _expire(self, now: float) -> None:
+        while self._ledger and self._ledger[0][0] <= now - self.window:
+            self._used -= self._ledger.popleft()[1]
+        if not self._ledger:
+            self._used = 0.0  # no drift from float sums
+
+    def used(self, now: float) -> float:
+        self._expire(now)
+        return self._used
+
+    def allows(self, now: float, airtime: float) -> bool:
+        return self.used(now) + airtime <= self.limit + 1e-9
+
+    def earliest(self, now: float, airtime: float) -> float:
+        """The first time at which a transmission of ``airtime`` fits the budget."""
+        self._expire(now)
+        if airtime > self.limit:
+            return float("inf")
+        excess = self._used + airtime - self.limit
+        t = now
+        for start, spent in self._ledger:
+            if excess <= 1e-9:
+                break
+            excess -= spent
+            t = start + self.window
+        return max(t, now)
+
+    def spend(self, now: float, airtime: float) -> None:
+        self._ledger.append((now, airtime))
+        self._used += airtime
+
+
+@dataclass(slots=True)
+class Queued:
+    """One packet waiting to go out, with what the Node knows about it (for captures)."""
+
+    packet: bytes
+    priority: Priority
+    kind: FrameKind
+    supersede: str | None = None  # a newer packet with the same key replaces this one
+    fid: bytes | None = None
+    seq: int | None = None
+    cnr: int | None = None
+
+
+@dataclass(slots=True)
+class SendQueue:
+    """Bounded, duplicate-free, answers first."""
+
+    capacity: int
+    items: list[Queued] = field(default_factory=list)
+    dropped: int = 0
+    superseded: int = 0
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __contains__(self, packet: bytes) -> bool:
+        return any(q.packet == packet for q in self.items)
+
+    def put(self, item: Queued) -> bool:
+        """Queue ``item``; False if it was a duplicate or found no room."""
+        if item.packet in self:
+            return False
+        if item.supersede is not None:
+            for i, q in enumerate(self.items):
+                if q.supersede == item.supersede:
+                    self.items[i] = item
+                    self.superseded += 1
+                    self._sort()
+                    return True
+        if len(self.items) >= self.capacity:
+            worst = max(range(len(self.items)), key=lambda i: (self.items[i].priority, i))
+            if self.items[worst].priority <= item.priority:
+                self.dropped += 1
+                return False
+            del self.items[worst]  # a request makes room for an answer
+            self.dropped += 1
+        self.items.append(item)
+        self._sort()
+        return True
+
+    def _sort(self) -> None:
+        self.items.sort(key=lambda q: q.priority)  # stable: FIFO within a priority
+
+    def peek(self) -> Queued | None:
+        return self.items[0] if self.items else None
+
+    def pop(self) -> Queued:
+        return self.items.pop(0)
+
+    def discard(self, packet: bytes) -> bool:
+        """Remove ``packet`` if queued (a neighbour already sent it)."""
+        for i, q in enumerate(self.items):
+            if q.packet == packet:
+                del self.items[i]
+                return True
+        return False

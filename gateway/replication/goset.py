@@ -1,0 +1,258 @@
+"""GOSET synchronisation: the grow-only set of feed ids, claims, novelties and rounds.
+
+Behaviour follows wire-compat.md section 3, which is what the Python, ESP32 and Android
+references do:
+
+* a novelty adds its key; a claim equal to our whole set means we agree; a claim of
+  three keys whose ends sit next to each other in our set gives the missing middle key
+  (``xor ^ lo ^ hi``) directly; any other claim adds its two end keys and waits as a
+  *pending* claim (deduplicated on ``(cnt, xor)``) for the next round;
+* each round sends one queued novelty (when enabled), our full claim, then walks the
+  pending claims smallest first: where we hold fewer keys in that range we *ask* with
+  our partial claim, where we hold more we *help* by sending the inner range (ends
+  stripped, the peer has them) as a novelty, one claim or two half claims;
+* zero keys are ignored, the set stops at 100 keys, zaps are never sent.
+
+The round timer is either a fixed period plus jitter (the references) or a Trickle
+timer (RFC 6206), chosen by the :class:`~gateway.replication.policy.Policy`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..wire.goset import (
+    MAX_KEYS,
+    ZERO_KEY,
+    Claim,
+    Novelty,
+    Zap,
+    make_claim,
+)
+from .policy import Policy
+
+__all__ = ["GosetOut", "GosetSync"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True, frozen=True)
+class GosetOut:
+    """A GOSET packet to send: on every face (``faces`` empty) or on the named ones."""
+
+    packet: bytes
+    faces: frozenset[str] = frozenset()
+
+
+@dataclass(slots=True)
+class _Pending:
+    claim: Claim
+    faces: set[str] = field(default_factory=set)
+    rounds: int = 0
+
+
+class GosetSync:
+    """The set of keys we replicate plus the claim/novelty protocol around it."""
+
+    def __init__(self, policy: Policy, rng: random.Random,
+                 accept: Callable[[bytes], bool] = lambda _k: True) -> None:
+        self.policy = policy
+        self._rng = rng
+        self._accept = accept
+        self.keys: list[bytes] = []  # sorted as unsigned byte strings
+        self._index: dict[bytes, int] = {}
+        self._state = 0  # XOR of all keys, as an int
+        self._pending: dict[tuple[int, bytes], _Pending] = {}
+        self._novelty_queue: list[bytes] = []
+        self.largest_cnt_seen = 0
+        self.added: list[bytes] = []  # keys added since the owner last drained this
+        # round timer
+        self._interval = policy.goset_interval_min
+        self._interval_end: float | None = None  # None: not started yet
+        self._next_round = 0.0
+        self._round_done = False
+        self._heard_consistent = 0
+        # counters
+        self.rounds = 0
+        self.claims_suppressed = 0
+        self.zaps_dropped = 0
+
+    # --- the set ----------------------------------------------------------------------
+    @property
+    def state(self) -> bytes:
+        """XOR of all keys (32 zero bytes for an empty set)."""
+        return self._state.to_bytes(32, "big")
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __contains__(self, key: bytes) -> bool:
+        return key in self._index
+
+    def index(self, key: bytes) -> int | None:
+        return self._index.get(key)
+
+    def add(self, key: bytes, now: float, *, force: bool = False) -> bool:
+        """Add ``key`` unless it is zero, known, refused by policy or the set is full."""
+        key = bytes(key)
+        if (len(key) != 32 or key == ZERO_KEY or key in self._index
+                or len(self.keys) >= MAX_KEYS or not (force or self._accept(key))):
+            return False
+        pos = bisect.bisect_left(self.keys, key)
+        self.keys.insert(pos, key)
+        self._index = {k: i for i, k in enumerate(self.keys)}
+        self._state ^= int.from_bytes(key, "big")
+        self.added.append(key)
+        if self.policy.novelties:
+            self._novelty_queue.append(key)
+        self._inconsistent(now)
+        log.debug("GOSET: added %s (now %d keys)", key.hex()[:16], len(self.keys))
+        return True
+
+    def full_claim(self) -> Claim | None:
+        return make_claim(self.keys, 0, len(self.keys) - 1) if self.keys else None
+
+    # --- receiving ------------------------------------------------------------------
+    def on_packet(self, pkt: Claim | Novelty | Zap, face: str, now: float) -> None:
+        if isinstance(pkt, Novelty):
+            self.add(pkt.key, now)
+        elif isinstance(pkt, Claim):
+            self._on_claim(pkt, face, now)
+        else:
+            self.zaps_dropped += 1  # an ESP32 wipe command: never obeyed, never repeated
+
+    def _on_claim(self, c: Claim, face: str, now: float) -> None:
+        if c.cnt == 0 or c.lo == ZERO_KEY or c.hi == ZERO_KEY:
+            return
+        self.largest_cnt_seen = max(self.largest_cnt_seen, c.cnt)
+        if c.cnt == len(self.keys) and c.xor == self.state:
+            self._heard_consistent += 1
+            return
+        lo_i, hi_i = self._index.get(c.lo), self._index.get(c.hi)
+        if c.cnt == 3 and lo_i is not None and hi_i is not None and hi_i == lo_i + 1:
+            middle = (int.from_bytes(c.xor, "big") ^ int.from_bytes(c.lo, "big")
+                      ^ int.from_bytes(c.hi, "big")).to_bytes(32, "big")
+            self.add(middle, now)
+            return
+        self.add(c.lo, now)
+        self.add(c.hi, now)
+        key = (c.cnt, c.xor)
+        pend = self._pending.get(key)
+        if pend is None:
+            self._pending[key] = pend = _Pending(c)
+            self._trim_pending()
+        pend.faces.add(face)
+        self._inconsistent(now)
+
+    def _trim_pending(self) -> None:
+        if len(self._pending) > self.policy.pending_max:
+            ordered = sorted(self._pending.items(), key=lambda kv: kv[0][0])
+            self._pending = dict(ordered[: self.policy.pending_max])
+
+    # --- the round timer -------------------------------------------------------------
+    def _inconsistent(self, now: float) -> None:
+        """Something differs between us and a neighbour: talk again soon (Trickle reset)."""
+        if self._interval_end is None:
+            self._start_interval(now)  # the first key: rounds begin
+        elif self.policy.trickle and self._interval > self.policy.goset_interval_min:
+            self._interval = self.policy.goset_interval_min
+            self._start_interval(now)
+
+    def _start_interval(self, now: float) -> None:
+        p = self.policy
+        self._heard_consistent = 0
+        self._round_done = False
+        if p.trickle:
+            self._interval_end = now + self._interval
+            self._next_round = now + self._interval * self._rng.uniform(0.5, 1.0)
+        else:
+            period = p.goset_interval_min + self._rng.uniform(0.0, p.goset_jitter)
+            self._interval_end = now + period
+            self._next_round = now  # a fixed-period round opens its period
+
+    def deadline(self) -> float | None:
+        """When :meth:`on_timer` next has work; None while the set is empty."""
+        if self._interval_end is None:
+            return None
+        return self._interval_end if self._round_done else self._next_round
+
+    def on_timer(self, now: float) -> list[GosetOut]:
+        """Run a round if one is due; return the packets it sends."""
+        if self._interval_end is None:
+            return []
+        out: list[GosetOut] = []
+        if not self._round_done and now >= self._next_round:
+            self._round_done = True
+            out = self._round()
+        if self._round_done and now >= self._interval_end:
+            if self.policy.trickle:
+                self._interval = min(2 * self._interval, self.policy.goset_interval_max)
+            self._start_interval(now)
+        return out
+
+    # --- a round ----------------------------------------------------------------------
+    def _round(self) -> list[GosetOut]:
+        p = self.policy
+        self.rounds += 1
+        out: list[GosetOut] = []
+        if self._novelty_queue and len(self.keys) >= self.largest_cnt_seen:
+            out.append(GosetOut(Novelty(self._novelty_queue.pop(0)).encode()))
+        if p.claim_redundancy and self._heard_consistent >= p.claim_redundancy:
+            self.claims_suppressed += 1
+        elif len(self.keys) == 1 and p.single_key_novelty:
+            out.append(GosetOut(Novelty(self.keys[0]).encode()))
+        else:
+            full = self.full_claim()
+            assert full is not None
+            out.append(GosetOut(full.encode()))
+        out.extend(self._answer_pending())
+        return out
+
+    def _answer_pending(self) -> list[GosetOut]:
+        p = self.policy
+        asks = helps = 0
+        out: list[GosetOut] = []
+        for key, pend in sorted(self._pending.items(), key=lambda kv: kv[0][0]):
+            c, faces = pend.claim, frozenset(pend.faces)
+            lo_i, hi_i = self._index.get(c.lo), self._index.get(c.hi)
+            if lo_i is None or hi_i is None or lo_i > hi_i:
+                del self._pending[key]
+                continue
+            ours = make_claim(self.keys, lo_i, hi_i)
+            if ours.xor == c.xor:
+                del self._pending[key]
+                continue
+            if ours.cnt <= c.cnt and asks < p.ask_budget:
+                asks += 1
+                out.append(GosetOut(ours.encode(), faces))
+            if ours.cnt >= c.cnt and helps < p.help_budget:
+                helps += 1
+                out.extend(GosetOut(pkt, faces) for pkt in self._help(lo_i, hi_i))
+                del self._pending[key]
+                continue
+            pend.rounds += 1
+            if p.pending_rounds and pend.rounds >= p.pending_rounds:
+                del self._pending[key]
+        return out
+
+    def _help(self, lo_i: int, hi_i: int) -> list[bytes]:
+        """What a peer holding the end keys lo and hi lacks from our range lo..hi."""
+        inner_lo, inner_hi = lo_i + 1, hi_i - 1
+        n = inner_hi - inner_lo + 1
+        if n <= 0:
+            return [Novelty(self.keys[hi_i]).encode()]
+        if n == 1:
+            return [Novelty(self.keys[inner_lo]).encode()]
+        if n <= 3:
+            return [make_claim(self.keys, inner_lo, inner_hi).encode()]
+        mid = inner_lo + n // 2
+        return [make_claim(self.keys, inner_lo, mid - 1).encode(),
+                make_claim(self.keys, mid, inner_hi).encode()]
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)

@@ -1,0 +1,359 @@
+"""The replication Node: sans-I/O tinySSB replication over any number of faces.
+
+Bytes and the current time go in (:meth:`Node.receive`), frames to send and the next
+deadline come out (:meth:`Node.frames_to_send`, :meth:`Node.next_deadline`). The Node
+never reads a clock, never sleeps, never touches a socket, and draws randomness only
+from the ``random.Random`` it is given, so the gateway runtime and the simulator drive
+the very same object.
+
+Dispatch follows the references: a frame's first 7 bytes are looked up in the DMX table
+(GOSET, our WANT and CHNK DMX, and the DMX of the next entry of every feed we
+replicate); a 120-byte frame is also hashed and looked up in the table of side-chain
+chunks we expect next. A frame may match both.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..store.base import FeedStore
+from ..wire.crc import add_crc, strip_crc
+from ..wire.entry import DMX_LEN, PACKET_LEN, Entry, FeedKey, hash20
+from ..wire.errors import FrameError, PacketError, WireError
+from ..wire.goset import GOSET_DMX, Claim, Novelty, chnk_dmx, decode_goset, want_dmx
+from ..wire.want import decode_chnk, decode_want
+from .events import (
+    ChainComplete,
+    Drop,
+    Event,
+    FeedAdded,
+    FrameKind,
+    NewEntry,
+    Outgoing,
+    RxReport,
+    Stored,
+)
+from .faces import AirtimeBudget, Face, FaceKind, Priority, Queued, SendQueue
+from .goset import GosetOut, GosetSync
+from .policy import DEFAULT, Policy
+from .requests import Answer, RequestBuilder, RequestTimer, answer_chnk, answer_want
+
+__all__ = ["Node", "NodeStats"]
+
+log = logging.getLogger(__name__)
+
+_MIN_FRAME = DMX_LEN + 1
+
+
+@dataclass(slots=True)
+class NodeStats:
+    rx: int = 0
+    tx: int = 0
+    tx_bytes: int = 0
+    airtime: float = 0.0
+    rx_kinds: Counter[str] = field(default_factory=Counter)
+    tx_kinds: Counter[str] = field(default_factory=Counter)
+    drops: Counter[str] = field(default_factory=Counter)
+    entries_stored: int = 0
+    chunks_stored: int = 0
+    queue_dropped: int = 0
+
+
+class _FaceState:
+    __slots__ = ("budget", "face", "next_tx", "queue", "timer")
+
+    def __init__(self, face: Face, timer: RequestTimer) -> None:
+        self.face = face
+        self.queue = SendQueue(face.queue_size)
+        self.budget = AirtimeBudget(face.duty_cycle, face.duty_window) if face.duty_cycle else None
+        self.next_tx = float("-inf")
+        self.timer = timer
+
+    def ready_at(self, head: Queued) -> float:
+        """When the packet at the head of the queue may go out."""
+        t = self.next_tx
+        if self.budget is not None:
+            t = max(t, self.budget.earliest(t, self.face.airtime(len(head.packet))))
+        return t
+
+
+class Node:
+    """One tinySSB node: a store, a GOSET, faces, and the replication logic between them."""
+
+    def __init__(self, store: FeedStore, *, policy: Policy = DEFAULT,
+                 rng: random.Random | None = None, name: str = "node", now: float = 0.0) -> None:
+        self.store = store
+        self.policy = policy
+        self.name = name
+        self._rng = rng if rng is not None else random.Random()
+        self.goset = GosetSync(policy, self._rng, accept=policy.wants_feed)
+        self._faces: dict[str, _FaceState] = {}
+        self._builder = RequestBuilder(policy)
+        self._events: list[Event] = []
+        self._entry_dmx: dict[bytes, bytes] = {}  # next-entry DMX -> fid
+        self._dmx_of: dict[bytes, bytes] = {}  # fid -> its armed DMX
+        self._state = self.goset.state
+        self._want_dmx = want_dmx(self._state)
+        self._chnk_dmx = chnk_dmx(self._state)
+        self.stats = NodeStats()
+        for fid in store.feeds():
+            self.goset.add(fid, now, force=True)
+            self._arm(fid)
+        self.goset.added.clear()
+        self._refresh_state()
+
+    # --- configuration ----------------------------------------------------------------
+    def add_face(self, face: Face, now: float) -> None:
+        if face.name in self._faces:
+            raise ValueError(f"face {face.name!r} exists already")
+        spread = self.policy.rtt_initial
+        timer = RequestTimer(self.policy, now, lambda: self._rng.uniform(0.0, spread))
+        self._faces[face.name] = _FaceState(face, timer)
+
+    def remove_face(self, name: str) -> None:
+        self._faces.pop(name, None)
+
+    @property
+    def faces(self) -> list[Face]:
+        return [fs.face for fs in self._faces.values()]
+
+    def queue_length(self, face: str) -> int:
+        return len(self._faces[face].queue)
+
+    def follow(self, fid: bytes, now: float) -> bool:
+        """Replicate ``fid`` from now on (it joins our GOSET); False if it cannot."""
+        if not self.goset.add(fid, now, force=True):
+            return fid in self.goset
+        self._sync_goset(now)
+        return True
+
+    def publish(self, key: FeedKey, content: bytes, now: float) -> Entry:
+        """Append ``content`` to our own feed (durable before it returns)."""
+        entry = self.store.publish(key, content)
+        if self.goset.add(key.fid, now, force=True):
+            self._sync_goset(now)
+        self._arm(key.fid)
+        self._events.append(NewEntry(key.fid, entry.seq, entry.msg_id, 0, own=True))
+        for fs in self._faces.values():
+            fs.timer.rearm(now)  # our next WANT carries the news
+        return entry
+
+    def drain_events(self) -> list[Event]:
+        events, self._events = self._events, []
+        return events
+
+    # --- tables ---------------------------------------------------------------------
+    def _arm(self, fid: bytes) -> None:
+        replica = self.store.get(fid)
+        if replica is None:
+            return
+        old = self._dmx_of.get(fid)
+        if old is not None and self._entry_dmx.get(old) == fid:
+            del self._entry_dmx[old]
+        dmx = replica.next_dmx()
+        self._dmx_of[fid] = dmx
+        self._entry_dmx[dmx] = fid
+
+    def _refresh_state(self) -> None:
+        state = self.goset.state
+        if state == self._state:
+            return
+        self._state = state
+        self._want_dmx = want_dmx(state)
+        self._chnk_dmx = chnk_dmx(state)
+        for fs in self._faces.values():  # requests under the old state reach nobody now
+            fs.queue.items[:] = [q for q in fs.queue.items
+                                 if q.kind not in (FrameKind.WANT, FrameKind.CHNK)]
+
+    def _sync_goset(self, now: float) -> None:
+        """Create replicas for keys the GOSET just added; recompute WANT/CHNK DMX."""
+        for fid in self.goset.added:
+            if fid not in self.store:
+                self.store.add_feed(fid)
+                self._events.append(FeedAdded(fid))
+            self._arm(fid)
+        self.goset.added.clear()
+        self._refresh_state()
+
+    # --- receiving ------------------------------------------------------------------
+    def receive(self, now: float, face: str, frame: bytes) -> RxReport:
+        """Handle one frame heard on ``face``. Never raises on bad input."""
+        self.stats.rx += 1
+        report = self._receive(now, face, bytes(frame))
+        self.stats.rx_kinds[report.kind.value] += 1
+        if report.drop is not None:
+            self.stats.drops[report.drop.value] += 1
+            log.debug("%s: dropped %d B frame on %s: %s", self.name, len(frame), face,
+                      report.drop.value)
+        return report
+
+    def _receive(self, now: float, face: str, frame: bytes) -> RxReport:
+        fs = self._faces.get(face)
+        if fs is None:
+            return RxReport(FrameKind.UNKNOWN, Drop.UNKNOWN_FACE)
+        packet = frame
+        if fs.face.crc:
+            try:
+                packet = strip_crc(frame)
+            except FrameError:
+                return RxReport(FrameKind.UNKNOWN, Drop.CRC)
+        if len(packet) < _MIN_FRAME:
+            return RxReport(FrameKind.UNKNOWN, Drop.TOO_SHORT)
+        if len(packet) > PACKET_LEN:
+            return RxReport(FrameKind.UNKNOWN, Drop.TOO_LONG)
+        if self.policy.suppress_overheard and fs.face.kind is FaceKind.BROADCAST:
+            fs.queue.discard(packet)  # a neighbour said it already
+        dmx = packet[:DMX_LEN]
+        if dmx == GOSET_DMX:
+            return self._on_goset(now, face, packet)
+        if dmx == self._want_dmx:
+            return self._on_want(now, fs, packet)
+        if dmx == self._chnk_dmx:
+            return self._on_chnk(fs, packet)
+        return self._on_data(now, fs, packet)
+
+    def _on_goset(self, now: float, face: str, packet: bytes) -> RxReport:
+        try:
+            pkt = decode_goset(packet)
+        except PacketError:
+            return RxReport(FrameKind.UNKNOWN, Drop.BAD_GOSET)
+        self.goset.on_packet(pkt, face, now)
+        self._sync_goset(now)
+        if isinstance(pkt, Claim):
+            return RxReport(FrameKind.CLAIM)
+        if isinstance(pkt, Novelty):
+            return RxReport(FrameKind.NOVELTY, fid=pkt.key)
+        return RxReport(FrameKind.ZAP, Drop.ZAP)
+
+    def _on_want(self, now: float, fs: _FaceState, packet: bytes) -> RxReport:
+        try:
+            want = decode_want(packet)
+        except PacketError:
+            return RxReport(FrameKind.WANT, Drop.BAD_REQUEST)
+        keys = self.goset.keys
+        if self.policy.rearm_on_hint:
+            for fndx, seq in want.slots(len(keys)):
+                replica = self.store.get(keys[fndx])
+                if replica is not None and seq - 1 > replica.max_seq:
+                    fs.timer.rearm(now)
+                    break
+        answers = answer_want(want, keys, self.store, self.policy.credit)
+        return RxReport(FrameKind.WANT, answers=self._queue_answers(fs, answers))
+
+    def _on_chnk(self, fs: _FaceState, packet: bytes) -> RxReport:
+        try:
+            requests = decode_chnk(packet)
+        except PacketError:
+            return RxReport(FrameKind.CHNK, Drop.BAD_REQUEST)
+        answers = answer_chnk(requests, self.goset.keys, self.store, self.policy.credit)
+        return RxReport(FrameKind.CHNK, answers=self._queue_answers(fs, answers))
+
+    def _queue_answers(self, fs: _FaceState, answers: list[Answer]) -> int:
+        queued = 0
+        for a in answers:
+            kind = FrameKind.ENTRY if a.cnr is None else FrameKind.CHUNK
+            if fs.queue.put(Queued(a.packet, Priority.ANSWER, kind, None, a.fid, a.seq, a.cnr)):
+                queued += 1
+        return queued
+
+    def _on_data(self, now: float, fs: _FaceState, packet: bytes) -> RxReport:
+        """An entry (by DMX) and/or a side-chain chunk (by hash)."""
+        report = RxReport(FrameKind.UNKNOWN)
+        fid = self._entry_dmx.get(packet[:DMX_LEN])
+        bad = False
+        if fid is not None:
+            report.kind, report.fid = FrameKind.ENTRY, fid
+            if len(packet) != PACKET_LEN:
+                bad = True
+            else:
+                try:
+                    stored = self.store.ingest_entry(fid, packet)
+                except WireError:
+                    bad = True
+                else:
+                    self._arm(fid)
+                    self.stats.entries_stored += 1
+                    report.seq = stored.seq
+                    report.stored.append(Stored(fid, stored.seq))
+                    self._events.append(NewEntry(fid, stored.seq, stored.msg_id,
+                                                 stored.n_chunks))
+        if len(packet) == PACKET_LEN and self.store.expects_chunk(hash20(packet)):
+            for sc in self.store.ingest_chunk(packet):
+                self.stats.chunks_stored += 1
+                report.stored.append(Stored(sc.fid, sc.seq, sc.cnr))
+                if not report.fid:
+                    report.kind, report.fid, report.seq, report.cnr = (
+                        FrameKind.CHUNK, sc.fid, sc.seq, sc.cnr)
+                if sc.chain_complete:
+                    self._events.append(ChainComplete(sc.fid, sc.seq))
+        if report.stored:
+            fs.timer.arrival(now)
+        elif bad:
+            report.drop = Drop.BAD_ENTRY
+        else:
+            report.drop = Drop.NO_MATCH
+        return report
+
+    # --- sending --------------------------------------------------------------------
+    def _enqueue_goset(self, outs: list[GosetOut]) -> None:
+        for out in outs:
+            kind = FrameKind.CLAIM if out.packet[DMX_LEN] == 0x63 else FrameKind.NOVELTY
+            full = (kind is FrameKind.CLAIM and out.packet[-1] == len(self.goset)
+                    and not out.faces)
+            for name, fs in self._faces.items():
+                if not out.faces or name in out.faces:
+                    item = Queued(out.packet, Priority.GOSET, kind,
+                                  "claim-full" if full else None)
+                    fs.queue.put(item)
+
+    def _run_timers(self, now: float) -> None:
+        self._enqueue_goset(self.goset.on_timer(now))
+        keys = self.goset.keys
+        for fs in self._faces.values():
+            if not fs.timer.due(now):
+                continue
+            fs.timer.sent(now)
+            want = self._builder.want(self._want_dmx, keys, self.store)
+            if want is not None:
+                fs.queue.put(Queued(want, Priority.REQUEST, FrameKind.WANT, "want"))
+            chnk = self._builder.chnk(self._chnk_dmx, keys, self.store)
+            if chnk is not None:
+                fs.queue.put(Queued(chnk, Priority.REQUEST, FrameKind.CHNK, "chnk"))
+
+    def frames_to_send(self, now: float) -> list[Outgoing]:
+        """Run due timers and return every frame that may go out at ``now``."""
+        self._run_timers(now)
+        out: list[Outgoing] = []
+        for name, fs in self._faces.items():
+            while fs.queue and fs.ready_at(fs.queue.items[0]) <= now:
+                q = fs.queue.pop()
+                airtime = fs.face.airtime(len(q.packet))
+                if fs.budget is not None:
+                    fs.budget.spend(now, airtime)
+                fs.next_tx = now + max(fs.face.min_gap, airtime)
+                frame = add_crc(q.packet) if fs.face.crc else q.packet
+                out.append(Outgoing(name, frame, q.kind, q.fid, q.seq, q.cnr, airtime))
+                self.stats.tx += 1
+                self.stats.tx_bytes += len(frame)
+                self.stats.airtime += airtime
+                self.stats.tx_kinds[q.kind.value] += 1
+        self.stats.queue_dropped = sum(fs.queue.dropped for fs in self._faces.values())
+        return out
+
+    def next_deadline(self) -> float | None:
+        """The earliest time :meth:`frames_to_send` has something to do; None: idle."""
+        times: list[float] = []
+        goset_t = self.goset.deadline()
+        if goset_t is not None:
+            times.append(goset_t)
+        has_keys = len(self.goset) > 0
+        for fs in self._faces.values():
+            if has_keys:
+                times.append(fs.timer.next_at)
+            if fs.queue:
+                times.append(fs.ready_at(fs.queue.items[0]))
+        finite = [t for t in times if t != float("inf")]
+        return min(finite) if finite else None

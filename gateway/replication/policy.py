@@ -1,0 +1,116 @@
+"""Replication policy as data: which feeds to replicate, timers, credits and budgets.
+
+Two presets ship:
+
+* ``reference`` mimics the reference implementations (wire-compat.md section 4): GOSET
+  rounds every 15 s, a full claim every round, no novelties, WANT and CHNK every
+  ``rtt`` (4 s at most), 3 packets per request, WANT offset advancing by one.
+* ``default`` is ours, tuned to converge with less airtime: GOSET rounds follow a
+  Trickle timer (RFC 6206: the interval doubles while everybody agrees, our claim is
+  skipped when a neighbour already said the same, any disagreement resets it), new keys
+  are announced by 40-byte novelties, requests back off while nothing arrives and are
+  re-armed as soon as a neighbour shows it holds more, WANT offsets move past the feeds
+  just asked for, 5 packets per request, and queued packets that a neighbour already put
+  on a broadcast face are not sent again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any
+
+__all__ = ["PRESETS", "OffsetStep", "Policy", "preset"]
+
+
+class OffsetStep(Enum):
+    """How the WANT/CHNK start offset moves between two requests."""
+
+    ONE = "one"  # Python reference: log_offs += 1
+    PAST = "past"  # ESP32: continue after the last feed included
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    name: str
+    # which feeds to replicate: every key met in the GOSET, or only an allow-list
+    replicate_all: bool = True
+    allow: frozenset[bytes] = field(default_factory=frozenset)
+    # GOSET rounds: interval grows from min to max while in sync (equal: fixed period)
+    goset_interval_min: float = 15.0
+    goset_interval_max: float = 15.0
+    goset_jitter: float = 1.0  # seconds of uniform jitter added to each fixed period
+    trickle: bool = False  # Trickle timing (random point in [I/2, I), suppression)
+    claim_redundancy: int = 0  # skip our claim after hearing this many equal ones; 0: never
+    novelties: bool = False  # announce newly added keys with novelties
+    single_key_novelty: bool = False  # with exactly 1 key send a novelty, not a claim
+    help_budget: int = 3  # help answers to pending claims per round
+    ask_budget: int = 1  # partial claims we ask with per round
+    pending_max: int = 14  # pending claims kept between rounds
+    pending_rounds: int = 0  # rounds a pending claim may wait unanswered; 0: no limit
+    # WANT / CHNK
+    credit: int = 3  # packets sent in answer to one request
+    request_budget: int = 100  # running BIPF size of items after which a vector is closed
+    chnk_per_feed: int = 100  # chains of one feed asked for in one CHNK
+    offset_step: OffsetStep = OffsetStep.ONE
+    rtt_initial: float = 4.0
+    rtt_max: float = 4.0
+    rtt_min: float = 0.01
+    rtt_backoff: float = 1.5  # rtt multiplier after a period without arrivals
+    rtt_alpha: float = 0.5  # weight of the old rtt when a sample arrives
+    rearm_on_hint: bool = False  # request at once when a peer's WANT shows it has more
+    suppress_overheard: bool = False  # drop queued packets a neighbour just sent
+
+    def __post_init__(self) -> None:
+        if not 0 < self.goset_interval_min <= self.goset_interval_max:
+            raise ValueError("goset_interval_min must be positive and <= goset_interval_max")
+        if self.credit < 1 or self.request_budget < 8 or self.chnk_per_feed < 1:
+            raise ValueError("credit, request_budget and chnk_per_feed must be positive")
+        if not 0 < self.rtt_min <= self.rtt_initial <= self.rtt_max:
+            raise ValueError("need 0 < rtt_min <= rtt_initial <= rtt_max")
+        if self.rtt_backoff < 1 or not 0 <= self.rtt_alpha < 1:
+            raise ValueError("rtt_backoff must be >= 1 and rtt_alpha in [0, 1)")
+        if min(self.help_budget, self.ask_budget, self.pending_max, self.pending_rounds,
+               self.claim_redundancy) < 0:
+            raise ValueError("budgets must not be negative")
+
+    def wants_feed(self, fid: bytes) -> bool:
+        """Does this policy replicate ``fid`` when it is met in the GOSET?"""
+        return self.replicate_all or fid in self.allow
+
+    def with_(self, **changes: Any) -> Policy:
+        """A copy with some fields changed (e.g. from a config file)."""
+        return replace(self, **changes)
+
+
+REFERENCE = Policy(name="reference")
+
+DEFAULT = Policy(
+    name="default",
+    goset_interval_min=4.0,
+    goset_interval_max=240.0,
+    goset_jitter=0.0,
+    trickle=True,
+    claim_redundancy=1,
+    novelties=True,
+    pending_rounds=6,
+    credit=5,
+    chnk_per_feed=3,
+    offset_step=OffsetStep.PAST,
+    rtt_initial=2.0,
+    rtt_max=60.0,
+    rtt_min=0.05,
+    rtt_backoff=2.0,
+    rearm_on_hint=True,
+    suppress_overheard=True,
+)
+
+PRESETS: dict[str, Policy] = {p.name: p for p in (REFERENCE, DEFAULT)}
+
+
+def preset(name: str) -> Policy:
+    """The named preset; KeyError naming the known ones otherwise."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise KeyError(f"unknown policy {name!r}; known: {', '.join(sorted(PRESETS))}") from None

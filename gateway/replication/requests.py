@@ -1,0 +1,224 @@
+"""WANT and CHNK: building request vectors, answering them, and the request timer.
+
+Vectors are built from a rotating offset into the GOSET, adding items until the running
+BIPF size of the items passes the policy's budget (about 100 B; the item that crosses
+is kept when the packet still fits in 120 B). Answers spend a credit of packets per
+request, taken round-robin over the slots asked for, consecutive sequence (or chunk)
+numbers per slot, as the references do (wire-compat.md section 4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from ..store.base import FeedStore
+from ..wire import bipf
+from ..wire.entry import DMX_LEN, PACKET_LEN
+from ..wire.want import MAX_PROTOCOL_INT, ChunkRequest, Want, encode_chnk, encode_want
+from .policy import OffsetStep, Policy
+
+__all__ = [
+    "Answer",
+    "RequestBuilder",
+    "RequestTimer",
+    "answer_chnk",
+    "answer_want",
+]
+
+_LIST_HEADER_MAX = 2  # BIPF tag of a list up to 2^11 bytes
+
+
+@dataclass(slots=True, frozen=True)
+class Answer:
+    """A stored packet to send because a peer asked for it."""
+
+    packet: bytes
+    fid: bytes
+    seq: int
+    cnr: int | None  # None: the entry itself
+
+
+def _fits(items_size: int) -> bool:
+    return DMX_LEN + _LIST_HEADER_MAX + items_size <= PACKET_LEN
+
+
+class RequestBuilder:
+    """Builds our WANT and CHNK vectors with rotating offsets."""
+
+    __slots__ = ("_chnk_offset", "_want_offset", "policy")
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self._want_offset = 0
+        self._chnk_offset = 0
+
+    def want(self, dmx: bytes, keys: Sequence[bytes], store: FeedStore) -> bytes | None:
+        """Our next WANT packet, or None for an empty set."""
+        n = len(keys)
+        if n == 0:
+            return None
+        offset = self._want_offset % n
+        seqs: list[int] = []
+        size = len(bipf.encode(offset))
+        for i in range(n):
+            replica = store.get(keys[(offset + i) % n])
+            nxt = min(replica.max_seq + 1 if replica is not None else 1, MAX_PROTOCOL_INT)
+            item = len(bipf.encode(nxt))
+            if not _fits(size + item):
+                break
+            seqs.append(nxt)
+            size += item
+            if size > self.policy.request_budget:
+                break
+        step = 1 if self.policy.offset_step is OffsetStep.ONE else max(len(seqs), 1)
+        self._want_offset = (offset + step) % n
+        return encode_want(dmx, offset, seqs)
+
+    def chnk(self, dmx: bytes, keys: Sequence[bytes], store: FeedStore) -> bytes | None:
+        """Our next CHNK packet, or None when no side chain is incomplete."""
+        n = len(keys)
+        if n == 0:
+            return None
+        offset = self._chnk_offset % n
+        reqs: list[ChunkRequest] = []
+        size = 0
+        last_feed = offset
+        full = False
+        for i in range(n):
+            fndx = (offset + i) % n
+            replica = store.get(keys[fndx])
+            if replica is None or not replica.pending:
+                continue
+            for seq in sorted(replica.pending)[: self.policy.chnk_per_feed]:
+                cnr = replica.pending[seq].next_cnr
+                if max(fndx, seq, cnr) > MAX_PROTOCOL_INT:
+                    continue
+                item = len(bipf.encode([fndx, seq, cnr]))
+                if not _fits(size + item):
+                    full = True
+                    break
+                reqs.append(ChunkRequest(fndx, seq, cnr))
+                size += item
+                last_feed = fndx
+                if size > self.policy.request_budget:
+                    full = True
+                    break
+            if full:
+                break
+        if not reqs:
+            return None
+        if self.policy.offset_step is OffsetStep.ONE:
+            self._chnk_offset = (offset + 1) % n
+        else:
+            self._chnk_offset = (last_feed + 1) % n
+        return encode_chnk(dmx, reqs)
+
+
+def _round_robin(streams: list[Iterator[Answer]], credit: int) -> list[Answer]:
+    out: list[Answer] = []
+    while streams and len(out) < credit:
+        alive = []
+        for it in streams:
+            if len(out) >= credit:
+                alive.append(it)
+                continue
+            nxt = next(it, None)
+            if nxt is not None:
+                out.append(nxt)
+                alive.append(it)
+        streams = alive
+    return out
+
+
+def answer_want(want: Want, keys: Sequence[bytes], store: FeedStore, credit: int) -> list[Answer]:
+    """The stored entries a WANT asks for: up to ``credit``, round-robin over its slots."""
+
+    def entries(fid: bytes, first: int) -> Iterator[Answer]:
+        replica = store.get(fid)
+        top = replica.max_seq if replica is not None else 0
+        for seq in range(first, top + 1):
+            packet = store.read_packet(fid, seq)
+            if packet is None:
+                return
+            yield Answer(packet, fid, seq, None)
+
+    seen: set[int] = set()
+    streams = []
+    for fndx, seq in want.slots(len(keys)):
+        if fndx in seen:
+            continue
+        seen.add(fndx)
+        streams.append(entries(keys[fndx], seq))
+    return _round_robin(streams, credit)
+
+
+def answer_chnk(requests: Sequence[ChunkRequest], keys: Sequence[bytes], store: FeedStore,
+                credit: int) -> list[Answer]:
+    """The stored chunks a CHNK asks for: up to ``credit``, round-robin over requests."""
+
+    def chunks(fid: bytes, seq: int, first: int) -> Iterator[Answer]:
+        cnr = first
+        while True:
+            chunk = store.read_chunk(fid, seq, cnr)
+            if chunk is None:
+                return
+            yield Answer(chunk, fid, seq, cnr)
+            cnr += 1
+
+    streams = []
+    seen: set[tuple[int, int]] = set()
+    for r in requests:
+        if r.fndx >= len(keys) or (r.fndx, r.seq) in seen:
+            continue
+        seen.add((r.fndx, r.seq))
+        streams.append(chunks(keys[r.fndx], r.seq, r.cnr))
+    return _round_robin(streams, credit)
+
+
+class RequestTimer:
+    """When to send the next WANT/CHNK on one face, adapted to how fast answers come.
+
+    The Python reference's rule: ``rtt`` starts at ``rtt_initial``; the first entry or
+    chunk arriving after a request sets ``rtt = alpha*rtt + (1-alpha)*(arrival - sent)``
+    (at least ``rtt_min``); a period without arrivals multiplies it by ``rtt_backoff``
+    up to ``rtt_max``. Requests go out every ``rtt``.
+    """
+
+    __slots__ = ("_arrived", "_sampled", "_sent_at", "next_at", "policy", "rtt")
+
+    def __init__(self, policy: Policy, now: float, jitter: Callable[[], float]) -> None:
+        self.policy = policy
+        self.rtt = policy.rtt_initial
+        self.next_at = now + jitter()
+        self._sent_at: float | None = None
+        self._arrived = False
+        self._sampled = False
+
+    def due(self, now: float) -> bool:
+        return now >= self.next_at
+
+    def sent(self, now: float) -> None:
+        """A request period starts now."""
+        p = self.policy
+        if self._sent_at is not None and not self._arrived:
+            self.rtt = min(self.rtt * p.rtt_backoff, p.rtt_max)
+        self._sent_at = now
+        self._arrived = self._sampled = False
+        self.next_at = now + self.rtt
+
+    def arrival(self, now: float) -> None:
+        """An entry or chunk we asked for arrived."""
+        self._arrived = True
+        if self._sent_at is None or self._sampled:
+            return
+        self._sampled = True
+        p = self.policy
+        sample = now - self._sent_at
+        self.rtt = max(p.rtt_alpha * self.rtt + (1 - p.rtt_alpha) * sample, p.rtt_min)
+        self.next_at = min(self.next_at, self._sent_at + self.rtt)
+
+    def rearm(self, now: float) -> None:
+        """A peer has more than we do: ask soon, at the initial pace."""
+        self.rtt = min(self.rtt, self.policy.rtt_initial)
+        self.next_at = min(self.next_at, now)
