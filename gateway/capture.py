@@ -1,0 +1,257 @@
+"""The capture format: one CBOR map per event, in a CBOR Sequence (RFC 8742).
+
+Gateways and the simulator write captures; the Spark pipeline reads them. The first
+record describes the capture (``dir`` = ``meta``); every later record is one event at
+the runtime boundary:
+
+========  ==============================================================
+``rx``    a frame heard on a face and accepted by the Node
+``drop``  a frame heard on a face and dropped (``reason`` says why)
+``tx``    a frame put on a face
+``store`` an entry (``cnr`` absent) or side-chain chunk stored
+========  ==============================================================
+
+Keys (absent when unknown): ``t`` seconds (Unix time in a gateway, virtual time in a
+simulation), ``node``, ``face``, ``dir``, ``frame`` (bytes as on the link, CRC trailer
+included where the face has one), ``kind`` (claim, novelty, zap, want, chnk, entry,
+chunk, unknown), ``feed`` (32-byte feed id), ``seq``, ``cnr``, ``reason``, ``rssi``
+(dBm), ``snr`` (dB), ``air`` (seconds on air). ``docs/capture-format.md`` is the
+reference.
+
+The writer writes to ``<path>.part`` and renames it to ``<path>`` when closed, so a
+file under its final name is always whole. The reader streams records and stops
+cleanly at a torn last record (a writer killed mid-write), counting it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import IO, Any, Self
+
+import cbor2
+
+from .replication.events import FrameKind, Outgoing, RxReport
+
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "CaptureError",
+    "CaptureReader",
+    "CaptureWriter",
+    "Direction",
+    "Record",
+    "read_capture",
+    "records_for_rx",
+    "records_for_tx",
+]
+
+log = logging.getLogger(__name__)
+
+FORMAT = "tinyssb-capture"
+VERSION = 1
+
+
+class CaptureError(Exception):
+    """A file that is not a capture we can read."""
+
+
+class Direction(Enum):
+    META = "meta"
+    RX = "rx"
+    TX = "tx"
+    DROP = "drop"
+    STORE = "store"
+
+
+_KINDS = {k.value for k in FrameKind}
+
+
+@dataclass(slots=True)
+class Record:
+    """One capture event."""
+
+    t: float
+    node: str
+    dir: Direction
+    face: str | None = None
+    frame: bytes | None = None
+    kind: str | None = None
+    feed: bytes | None = None
+    seq: int | None = None
+    cnr: int | None = None
+    reason: str | None = None
+    rssi: float | None = None
+    snr: float | None = None
+    air: float | None = None
+    meta: dict[str, Any] = field(default_factory=dict)  # only for dir == META
+
+    def to_map(self) -> dict[str, Any]:
+        m: dict[str, Any] = {"t": self.t, "node": self.node, "dir": self.dir.value}
+        for name in ("face", "frame", "kind", "feed", "seq", "cnr", "reason", "rssi", "snr",
+                     "air"):
+            value = getattr(self, name)
+            if value is not None:
+                m[name] = value
+        if self.dir is Direction.META:
+            m.update(self.meta)
+        return m
+
+    @classmethod
+    def from_map(cls, m: object) -> Record:
+        if not isinstance(m, dict):
+            raise CaptureError(f"a capture record is a CBOR map, got {type(m).__name__}")
+        try:
+            direction = Direction(m["dir"])
+            rec = cls(float(m["t"]), str(m["node"]), direction)
+        except (KeyError, ValueError, TypeError) as exc:
+            raise CaptureError(f"capture record without valid t/node/dir: {exc}") from exc
+        rec.face = _opt(m, "face", str)
+        rec.frame = _opt(m, "frame", bytes)
+        rec.kind = _opt(m, "kind", str)
+        rec.feed = _opt(m, "feed", bytes)
+        rec.seq = _opt(m, "seq", int)
+        rec.cnr = _opt(m, "cnr", int)
+        rec.reason = _opt(m, "reason", str)
+        rec.rssi = _opt_float(m, "rssi")
+        rec.snr = _opt_float(m, "snr")
+        rec.air = _opt_float(m, "air")
+        if direction is Direction.META:
+            rec.meta = {k: v for k, v in m.items() if k not in ("t", "node", "dir")}
+        elif rec.kind is not None and rec.kind not in _KINDS:
+            raise CaptureError(f"unknown frame kind {rec.kind!r}")
+        return rec
+
+
+def _opt(m: dict[Any, Any], key: str, typ: type[Any]) -> Any:
+    value = m.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, typ) or isinstance(value, bool):
+        raise CaptureError(f"capture field {key!r} should be {typ.__name__}, got {value!r}")
+    return value
+
+
+def _opt_float(m: dict[Any, Any], key: str) -> float | None:
+    value = m.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise CaptureError(f"capture field {key!r} should be a number, got {value!r}")
+    return float(value)
+
+
+def records_for_rx(t: float, node: str, face: str, frame: bytes, report: RxReport, *,
+                   rssi: float | None = None, snr: float | None = None) -> list[Record]:
+    """The rx or drop record of one received frame, then a store record per item stored."""
+    direction = Direction.DROP if report.drop is not None else Direction.RX
+    out = [Record(t, node, direction, face, bytes(frame), report.kind.value, report.fid,
+                  report.seq, report.cnr,
+                  report.drop.value if report.drop is not None else None, rssi, snr)]
+    for s in report.stored:
+        kind = FrameKind.ENTRY if s.cnr is None else FrameKind.CHUNK
+        out.append(Record(t, node, Direction.STORE, face, None, kind.value, s.fid, s.seq, s.cnr))
+    return out
+
+
+def records_for_tx(t: float, node: str, out: Outgoing) -> Record:
+    return Record(t, node, Direction.TX, out.face, out.frame, out.kind.value, out.fid, out.seq,
+                  out.cnr, air=out.airtime if out.airtime else None)
+
+
+class CaptureWriter:
+    """Append records to a capture file; the file appears under its name when closed."""
+
+    def __init__(self, path: str | os.PathLike[str], node: str, *, source: str = "gateway",
+                 t0: float = 0.0, **meta: Any) -> None:
+        self.path = Path(path)
+        self.part = self.path.with_name(self.path.name + ".part")
+        self._fp: IO[bytes] | None = open(self.part, "wb")  # noqa: SIM115 - closed in close()
+        self.count = 0
+        header = {"format": FORMAT, "version": VERSION, "source": source, **meta}
+        self.write(Record(t0, node, Direction.META, meta=header))
+
+    def write(self, record: Record) -> None:
+        if self._fp is None:
+            raise CaptureError(f"capture {self.path} is closed")
+        self._fp.write(cbor2.dumps(record.to_map()))
+        self.count += 1
+
+    def write_all(self, records: list[Record]) -> None:
+        for r in records:
+            self.write(r)
+
+    def flush(self) -> None:
+        if self._fp is not None:
+            self._fp.flush()
+
+    def close(self) -> None:
+        """Make the capture durable and move it to its final name."""
+        if self._fp is None:
+            return
+        self._fp.flush()
+        os.fsync(self._fp.fileno())
+        self._fp.close()
+        self._fp = None
+        os.replace(self.part, self.path)
+
+    def abort(self) -> None:
+        """Close without publishing: the partial file is removed."""
+        if self._fp is not None:
+            self._fp.close()
+            self._fp = None
+            self.part.unlink(missing_ok=True)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self.close()
+
+
+class CaptureReader:
+    """Stream the records of a capture file (or of a ``.part`` file still being written)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.torn = 0  # 1 if the file ends in the middle of a record
+        self.meta: dict[str, Any] = {}
+
+    def __iter__(self) -> Iterator[Record]:
+        with open(self.path, "rb") as fp:
+            decoder = cbor2.CBORDecoder(fp)
+            first = True
+            while True:
+                start = fp.tell()
+                if not fp.read(1):
+                    return
+                fp.seek(start)
+                try:
+                    raw = decoder.decode()
+                except cbor2.CBORDecodeEOF:
+                    self.torn = 1
+                    log.warning("%s: last record is torn at byte %d; ignoring it",
+                                self.path, start)
+                    return
+                except cbor2.CBORDecodeError as exc:
+                    raise CaptureError(f"{self.path}: not CBOR at byte {start}: {exc}") from exc
+                record = Record.from_map(raw)
+                if first:
+                    first = False
+                    if record.dir is not Direction.META or record.meta.get("format") != FORMAT:
+                        raise CaptureError(f"{self.path} is not a tinySSB capture "
+                                           "(no meta record first)")
+                    if record.meta.get("version") != VERSION:
+                        raise CaptureError(f"{self.path}: capture version "
+                                           f"{record.meta.get('version')!r}, we read {VERSION}")
+                    self.meta = record.meta
+                yield record
+
+
+def read_capture(path: str | os.PathLike[str]) -> Iterator[Record]:
+    """The records of a capture, meta record first."""
+    return iter(CaptureReader(path))

@@ -1,0 +1,108 @@
+"""Captures: written during a 3-Node run, read back whole; torn tails and foreign files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cbor2
+import pytest
+
+from gateway.capture import (
+    CaptureError,
+    CaptureReader,
+    CaptureWriter,
+    Direction,
+    Record,
+    read_capture,
+    records_for_rx,
+    records_for_tx,
+)
+from gateway.replication import NewEntry
+
+from .mesh import Mesh, author, converged
+
+
+def run_captured(path: Path) -> Mesh:
+    mesh = Mesh()
+    nodes = [mesh.add(n) for n in "abc"]
+    mesh.link("a", "b")
+    mesh.link("b", "c")
+    writer = CaptureWriter(path, "mesh", source="test", t0=0.0, policy="default")
+
+    def on_rx(t: float, node: str, frame: bytes, report: object) -> None:
+        writer.write_all(records_for_rx(t, node, "radio", frame, report))  # type: ignore[arg-type]
+
+    mesh.on_rx = on_rx
+    mesh.on_tx = lambda t, node, out: writer.write(records_for_tx(t, node, out))
+    keys = []
+    for i, node in enumerate(nodes):
+        keys.append(author(node, i + 1, [b"post %d" % j * (1 + 60 * j) for j in range(3)]))
+        for ev in node.drain_events():  # our own entries are stored entries too
+            assert isinstance(ev, NewEntry) and ev.own
+            writer.write(Record(0.0, node.name, Direction.STORE, kind="entry", feed=ev.fid,
+                                seq=ev.seq))
+    mesh.run_until(lambda: converged(nodes, {k.fid: 3 for k in keys}), limit=900)
+    assert not path.exists()  # still being written under its .part name
+    writer.close()
+    return mesh
+
+
+def test_every_stored_entry_appears_in_the_capture(tmp_path: Path) -> None:
+    path = tmp_path / "three.cbor"
+    mesh = run_captured(path)
+    records = list(read_capture(path))
+    assert records[0].dir is Direction.META and records[0].meta["policy"] == "default"
+    stored = {(r.node, r.feed, r.seq) for r in records
+              if r.dir is Direction.STORE and r.kind == "entry"}
+    chunks = {(r.node, r.feed, r.seq, r.cnr) for r in records
+              if r.dir is Direction.STORE and r.kind == "chunk"}
+    for name, node in mesh.nodes.items():
+        for fid in node.store.feeds():
+            replica = node.store.replica(fid)
+            for seq in range(1, replica.max_seq + 1):
+                assert (name, fid, seq) in stored
+                packet = node.store.read_packet(fid, seq)
+                assert packet is not None
+    # chunks of replicated (not authored) entries were stored from frames
+    assert any(c[0] == "c" for c in chunks)
+    txs = [r for r in records if r.dir is Direction.TX]
+    rxs = [r for r in records if r.dir in (Direction.RX, Direction.DROP)]
+    assert txs and rxs and all(r.frame for r in txs + rxs)
+    assert sum(1 for r in txs if r.kind == "claim") >= 3
+    drops = [r for r in records if r.dir is Direction.DROP]
+    assert all(r.reason for r in drops)
+
+
+def test_torn_last_record_is_ignored_and_counted(tmp_path: Path) -> None:
+    path = tmp_path / "c.cbor"
+    with CaptureWriter(path, "n1") as w:
+        w.write(Record(1.0, "n1", Direction.TX, "radio", b"\x01" * 40, "novelty"))
+        w.write(Record(2.0, "n1", Direction.RX, "radio", b"\x02" * 105, "claim", rssi=-91.5,
+                       snr=6.25))
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-7])
+    reader = CaptureReader(path)
+    records = list(reader)
+    assert [r.dir for r in records] == [Direction.META, Direction.TX]
+    assert reader.torn == 1
+    path.write_bytes(whole)
+    last = list(read_capture(path))[-1]
+    assert (last.rssi, last.snr, last.kind, last.frame) == (-91.5, 6.25, "claim", b"\x02" * 105)
+
+
+def test_a_file_that_is_not_a_capture_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "x.cbor"
+    path.write_bytes(cbor2.dumps({"t": 0, "node": "n", "dir": "rx"}))
+    with pytest.raises(CaptureError, match="not a tinySSB capture"):
+        list(read_capture(path))
+    path.write_bytes(b"\xff\xff garbage")
+    with pytest.raises(CaptureError):
+        list(read_capture(path))
+
+
+def test_aborted_writer_leaves_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "gone.cbor"
+    w = CaptureWriter(path, "n")
+    w.write(Record(0.5, "n", Direction.TX, "radio", b"x" * 10, "want"))
+    w.abort()
+    assert list(tmp_path.iterdir()) == []
