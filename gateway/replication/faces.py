@@ -100,10 +100,12 @@ class AirtimeBudget:
         self._used = 0.0
 
     def _expire(self, now: float) -> None:
+        expired = False
         while self._ledger and self._ledger[0][0] <= now - self.window:
-            self._used -= self._ledger.popleft()[1]
-        if not self._ledger:
-            self._used = 0.0  # no drift from float sums
+            self._ledger.popleft()
+            expired = True
+        if expired:  # re-add rather than subtract: no drift from float sums
+            self._used = sum(spent for _, spent in self._ledger)
 
     def used(self, now: float) -> float:
         self._expire(now)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -87,7 +88,7 @@ def test_ten_nodes_with_differing_gosets_converge(policy: Policy) -> None:
     # a random connected topology: a spanning chain plus random extra links
     order = list(range(10))
     rng.shuffle(order)
-    for x, y in zip(order, order[1:]):
+    for x, y in itertools.pairwise(order):
         mesh.link(f"n{x}", f"n{y}")
     for _ in range(6):
         x, y = rng.sample(range(10), 2)
@@ -167,7 +168,7 @@ def test_lora_duty_cycle_is_never_exceeded(policy: Policy) -> None:
     for src, log in sent.items():
         assert all(air >= params.airtime(12) for _, air in log), src
         starts = [t for t, _ in log]
-        assert all(y - x >= 1.35 - 1e-9 for x, y in zip(starts, starts[1:])), src
+        assert all(y - x >= 1.35 - 1e-9 for x, y in itertools.pairwise(starts)), src
         for t0, _ in log:  # any 600 s window starting at a transmission
             used = sum(air for t, air in log if t0 <= t < t0 + 600.0)
             assert used <= 6.0 + 1e-6, (src, t0, used)

@@ -1,0 +1,130 @@
+"""GOSET rounds: timing, suppression, pending claims, the key cap."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+from gateway.replication.goset import GosetSync
+from gateway.replication.policy import DEFAULT, REFERENCE
+from gateway.wire.goset import (
+    MAX_KEYS,
+    ZERO_KEY,
+    Claim,
+    Novelty,
+    Zap,
+    decode_goset,
+    make_claim,
+)
+
+
+def key(i: int) -> bytes:
+    return i.to_bytes(32, "big")
+
+
+def sync(policy=REFERENCE, n: int = 0) -> GosetSync:  # type: ignore[no-untyped-def]
+    g = GosetSync(policy, random.Random(3))
+    for i in range(1, n + 1):
+        g.add(key(i * 10), 0.0)
+    return g
+
+
+def run(g: GosetSync, until: float) -> list[tuple[float, object]]:
+    """(time, decoded packet) of everything the GOSET sends until ``until``."""
+    out = []
+    while (t := g.deadline()) is not None and t <= until:
+        out += [(t, decode_goset(o.packet)) for o in g.on_timer(t)]
+    return out
+
+
+def test_reference_rounds_every_15_to_16_seconds_with_a_full_claim() -> None:
+    g = sync(REFERENCE, 3)
+    sent = run(g, 100.0)
+    times = [t for t, _ in sent]
+    assert times[0] == 0.0
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert len(times) >= 6 and all(15.0 <= d <= 16.0 for d in gaps)
+    full = make_claim(g.keys, 0, 2)
+    assert all(p == full for _, p in sent)
+
+
+def test_trickle_backs_off_while_neighbours_agree_and_suppresses_our_claim() -> None:
+    g = sync(DEFAULT, 3)
+    full = g.full_claim()
+    assert full is not None
+    quiet = run(g, 2000.0)  # nobody disagrees: intervals double up to the maximum
+    times = sorted({t for t, _ in quiet})
+    assert len(times) < 14
+    assert times[-1] - times[-2] > 100
+    # a neighbour says the same thing in every interval: we stay silent
+    heard = []
+    t = 2000.0
+    while t < 4000.0:
+        g.on_packet(full, "radio", t)
+        nxt = g.deadline()
+        assert nxt is not None
+        heard += g.on_timer(nxt)
+        t = nxt
+    assert heard == [] and g.claims_suppressed > 0
+
+
+def test_a_new_key_resets_trickle_and_is_announced_by_novelty() -> None:
+    g = sync(DEFAULT, 2)
+    run(g, 3000.0)
+    assert g.add(key(99), 3000.0)
+    sent = run(g, 3000.0 + DEFAULT.goset_interval_min)
+    assert Novelty(key(99)) in [p for _, p in sent]
+    assert any(isinstance(p, Claim) and p.cnt == 3 for _, p in sent)
+
+
+def test_missing_middle_key_is_taken_directly_from_a_three_key_claim() -> None:
+    g = sync(REFERENCE, 2)  # keys 10 and 20
+    middle = key(15)
+    c = Claim(key(10), key(20), bytes(a ^ b ^ m for a, b, m in zip(key(10), key(20), middle)), 3)
+    g.on_packet(c, "radio", 1.0)
+    assert middle in g and g.pending_count == 0
+
+
+def test_help_splits_a_long_inner_range_into_two_half_claims() -> None:
+    g = sync(REFERENCE, 8)  # we hold 8 keys, the peer only the two ends
+    ends = [g.keys[0], g.keys[7]]
+    peer = make_claim(ends, 0, 1)
+    g.on_packet(peer, "radio", 0.5)
+    answers = [o for o in g.on_timer(0.5) if o.faces]  # the full claim goes everywhere
+    packets = [decode_goset(o.packet) for o in answers]
+    assert packets == [make_claim(g.keys, 1, 3), make_claim(g.keys, 4, 6)]
+    assert all(o.faces == {"radio"} for o in answers)
+    assert g.pending_count == 0
+
+
+def test_pending_claims_are_trimmed_and_expire() -> None:
+    g = sync(DEFAULT, 0)
+    for i in range(40):
+        lo, hi = key(1000 + 2 * i), key(1001 + 2 * i)
+        g.on_packet(Claim(lo, hi, key(7 + i), 5 + i), "radio", 0.0)
+    assert g.pending_count == DEFAULT.pending_max
+    for r in range(DEFAULT.pending_rounds + 1):
+        t = g.deadline()
+        assert t is not None
+        g.on_timer(t)
+        g.on_timer(g.deadline() or t)
+    assert g.pending_count < DEFAULT.pending_max
+
+
+def test_the_set_stops_at_100_keys_and_ignores_zero_keys() -> None:
+    g = sync(REFERENCE, 0)
+    assert not g.add(ZERO_KEY, 0.0)
+    for i in range(1, 150):
+        g.add(key(i), 0.0)
+    assert len(g) == MAX_KEYS
+    g.on_packet(Claim(ZERO_KEY, key(5), key(5), 2), "radio", 1.0)
+    assert g.pending_count == 0
+
+
+def test_zaps_are_counted_never_repeated() -> None:
+    g = sync(REFERENCE, 2)
+    g.on_packet(decode_goset(bytes.fromhex("613dfa70c47aba7a") + bytes(32) + bytes(3)
+                             + (-1).to_bytes(4, "big", signed=True)), "radio", 0.0)
+    assert g.zaps_dropped == 1
+    sent = [p for _, p in run(g, 60.0)]
+    assert sent and not any(isinstance(p, Zap) for p in sent)
