@@ -16,11 +16,15 @@ Two presets ship:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from typing import Any
 
-__all__ = ["PRESETS", "OffsetStep", "Policy", "preset"]
+from ..wire.errors import IdentityError
+from ..wire.ident import parse_id
+
+__all__ = ["PRESETS", "OffsetStep", "Policy", "policy_from_mapping", "preset"]
 
 
 class OffsetStep(Enum):
@@ -114,3 +118,49 @@ def preset(name: str) -> Policy:
         return PRESETS[name]
     except KeyError:
         raise KeyError(f"unknown policy {name!r}; known: {', '.join(sorted(PRESETS))}") from None
+
+
+def policy_from_mapping(m: Mapping[str, Any]) -> Policy:
+    """A policy from a config-file table: ``preset`` (default ``"default"``) plus any
+    fields to change; ``allow`` is a list of feed ids (``@...ed25519`` or hex) and sets
+    ``replicate_all`` to false unless that is given too.
+
+    Raises ValueError naming the offending key.
+    """
+    data = dict(m)
+    base = data.pop("preset", "default")
+    try:
+        policy = preset(str(base))
+    except KeyError as exc:
+        raise ValueError(str(exc.args[0])) from None
+    known = {f.name: f for f in fields(Policy)}
+    changes: dict[str, Any] = {}
+    for name, value in data.items():
+        if name not in known or name == "name":
+            raise ValueError(f"unknown policy setting {name!r}; known: "
+                             f"{', '.join(sorted(n for n in known if n != 'name'))}")
+        default = getattr(policy, name)
+        if name == "allow":
+            if not isinstance(value, list):
+                raise ValueError("policy setting 'allow' must be a list of feed ids")
+            try:
+                changes["allow"] = frozenset(parse_id(str(v)) for v in value)
+            except IdentityError as exc:
+                raise ValueError(f"policy setting 'allow': {exc}") from None
+            changes.setdefault("replicate_all", bool(data.get("replicate_all", False)))
+        elif name == "offset_step":
+            try:
+                changes[name] = OffsetStep(value)
+            except ValueError:
+                raise ValueError("policy setting 'offset_step' must be 'one' or 'past'") from None
+        elif isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise ValueError(f"policy setting {name!r} must be true or false")
+            changes[name] = value
+        elif isinstance(default, int | float):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"policy setting {name!r} must be a number")
+            if isinstance(default, int) and not isinstance(default, bool) and value != int(value):
+                raise ValueError(f"policy setting {name!r} must be a whole number")
+            changes[name] = type(default)(value)
+    return policy.with_(name=f"{policy.name}+custom" if changes else policy.name, **changes)

@@ -128,3 +128,4 @@ def test_zaps_are_counted_never_repeated() -> None:
     assert g.zaps_dropped == 1
     sent = [p for _, p in run(g, 60.0)]
     assert sent and not any(isinstance(p, Zap) for p in sent)
+
