@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import os
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -45,6 +46,7 @@ __all__ = [
     "CaptureWriter",
     "Direction",
     "Record",
+    "export_pcap",
     "read_capture",
     "records_for_rx",
     "records_for_tx",
@@ -255,3 +257,37 @@ class CaptureReader:
 def read_capture(path: str | os.PathLike[str]) -> Iterator[Record]:
     """The records of a capture, meta record first."""
     return iter(CaptureReader(path))
+
+
+PCAP_LINKTYPE_USER0 = 147  # "reserved for private use": Wireshark shows the raw bytes
+
+
+def export_pcap(records: Iterator[Record] | list[Record], out: str | os.PathLike[str]) -> int:
+    """Write the frames of ``records`` (rx, drop, tx) as a classic pcap file.
+
+    Link type USER0 (147); each packet is the frame as on the link. Returns the number of
+    packets written. Written to ``<out>.part`` and renamed when complete.
+    """
+    target = Path(out)
+    part = target.with_name(target.name + ".part")
+    count = 0
+    try:
+        with open(part, "wb") as fp:
+            fp.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535,
+                                 PCAP_LINKTYPE_USER0))
+            for r in records:
+                if r.frame is None or r.dir not in (Direction.RX, Direction.DROP, Direction.TX):
+                    continue
+                seconds = max(r.t, 0.0)
+                sec = int(seconds)
+                usec = min(round((seconds - sec) * 1e6), 999_999)
+                fp.write(struct.pack("<IIII", sec, usec, len(r.frame), len(r.frame)))
+                fp.write(r.frame)
+                count += 1
+            fp.flush()
+            os.fsync(fp.fileno())
+        os.replace(part, target)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    return count

@@ -106,3 +106,25 @@ def test_aborted_writer_leaves_nothing(tmp_path: Path) -> None:
     w.write(Record(0.5, "n", Direction.TX, "radio", b"x" * 10, "want"))
     w.abort()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_pcap_export_holds_every_frame(tmp_path: Path) -> None:
+    import struct
+
+    from gateway.capture import export_pcap
+
+    path = tmp_path / "c.cbor"
+    with CaptureWriter(path, "n1") as w:
+        w.write(Record(1.25, "n1", Direction.TX, "radio", b"\x01" * 40, "novelty"))
+        w.write(Record(2.5, "n1", Direction.STORE, kind="entry", feed=b"f" * 32, seq=1))
+        w.write(Record(3.0, "n1", Direction.DROP, "radio", b"\x02" * 9, "unknown",
+                       reason="no_match"))
+    n = export_pcap(read_capture(path), tmp_path / "c.pcap")
+    data = (tmp_path / "c.pcap").read_bytes()
+    assert n == 2
+    magic, _, _, _, _, _, linktype = struct.unpack_from("<IHHiIII", data)
+    assert (magic, linktype) == (0xA1B2C3D4, 147)
+    sec, usec, incl, orig = struct.unpack_from("<IIII", data, 24)
+    assert (sec, usec, incl, orig) == (1, 250000, 40, 40)
+    assert data[40:80] == b"\x01" * 40
+    assert data[80 + 16:] == b"\x02" * 9
