@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: all setup test run bench lint clean
+.PHONY: all setup test run bench lint clean flash
 
 all: test
 
@@ -31,5 +31,27 @@ lint: $(STAMP)
 	$(BIN)/ruff check gateway tests bench
 	$(BIN)/mypy gateway
 
+# make flash                       list the boards
+# make flash BOARD=heltec_v3 PORT=/dev/ttyUSB0 MPY_IMAGE=ESP32_GENERIC_S3-....bin
+# DRY_RUN=1 prints the esptool/mpremote commands and installs nothing.
+FLASH_STAMP := $(VENV)/.flash-stamp
+FLASH_ARGS   = $(if $(BOARD),--board $(BOARD)) $(if $(PORT),--port $(PORT)) \
+               $(if $(MPY_IMAGE),--image $(MPY_IMAGE)) --python $(BIN)/python
+
+$(FLASH_STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e '.[flash]'
+	@touch $(FLASH_STAMP)
+
+flash:
+ifeq ($(strip $(BOARD)),)
+	@$(PYTHON) hardware/flash.py
+else ifeq ($(DRY_RUN),1)
+	@$(PYTHON) hardware/flash.py $(FLASH_ARGS) --dry-run
+else
+	@$(MAKE) --no-print-directory $(FLASH_STAMP)
+	$(BIN)/python hardware/flash.py $(FLASH_ARGS)
+endif
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info .cache
