@@ -96,8 +96,12 @@ class GosetSync:
     def index(self, key: bytes) -> int | None:
         return self._index.get(key)
 
-    def add(self, key: bytes, now: float, *, force: bool = False) -> bool:
-        """Add ``key`` unless it is zero, known, refused by policy or the set is full."""
+    def add(self, key: bytes, now: float, *, force: bool = False, announce: bool = True) -> bool:
+        """Add ``key`` unless it is zero, known, refused by policy or the set is full.
+
+        ``force`` skips the policy check (our own feeds, feeds followed by hand);
+        ``announce=False`` queues no novelty (feeds loaded from the store at start).
+        """
         key = bytes(key)
         if (len(key) != 32 or key == ZERO_KEY or key in self._index
                 or len(self.keys) >= MAX_KEYS or not (force or self._accept(key))):
@@ -107,7 +111,7 @@ class GosetSync:
         self._index = {k: i for i, k in enumerate(self.keys)}
         self._state ^= int.from_bytes(key, "big")
         self.added.append(key)
-        if self.policy.novelties:
+        if self.policy.novelties and announce:
             self._novelty_queue.append(key)
         self._inconsistent(now)
         log.debug("GOSET: added %s (now %d keys)", key.hex()[:16], len(self.keys))
@@ -131,6 +135,7 @@ class GosetSync:
         self.largest_cnt_seen = max(self.largest_cnt_seen, c.cnt)
         if c.cnt == len(self.keys) and c.xor == self.state:
             self._heard_consistent += 1
+            self._novelty_queue.clear()  # they hold every key we could announce
             return
         lo_i, hi_i = self._index.get(c.lo), self._index.get(c.hi)
         if c.cnt == 3 and lo_i is not None and hi_i is not None and hi_i == lo_i + 1:

@@ -63,10 +63,11 @@ class NodeStats:
 
 
 class _FaceState:
-    __slots__ = ("budget", "face", "next_tx", "queue", "timer")
+    __slots__ = ("budget", "builder", "face", "next_tx", "queue", "timer")
 
-    def __init__(self, face: Face, timer: RequestTimer) -> None:
+    def __init__(self, face: Face, timer: RequestTimer, builder: RequestBuilder) -> None:
         self.face = face
+        self.builder = builder
         self.queue = SendQueue(face.queue_size)
         self.budget = AirtimeBudget(face.duty_cycle, face.duty_window) if face.duty_cycle else None
         self.next_tx = float("-inf")
@@ -91,7 +92,6 @@ class Node:
         self._rng = rng if rng is not None else random.Random()
         self.goset = GosetSync(policy, self._rng, accept=policy.wants_feed)
         self._faces: dict[str, _FaceState] = {}
-        self._builder = RequestBuilder(policy)
         self._events: list[Event] = []
         self._entry_dmx: dict[bytes, bytes] = {}  # next-entry DMX -> fid
         self._dmx_of: dict[bytes, bytes] = {}  # fid -> its armed DMX
@@ -99,8 +99,8 @@ class Node:
         self._want_dmx = want_dmx(self._state)
         self._chnk_dmx = chnk_dmx(self._state)
         self.stats = NodeStats()
-        for fid in store.feeds():
-            self.goset.add(fid, now, force=True)
+        for fid in store.feeds():  # held already: nothing to announce
+            self.goset.add(fid, now, force=True, announce=False)
             self._arm(fid)
         self.goset.added.clear()
         self._refresh_state()
@@ -111,7 +111,7 @@ class Node:
             raise ValueError(f"face {face.name!r} exists already")
         spread = self.policy.rtt_initial
         timer = RequestTimer(self.policy, now, lambda: self._rng.uniform(0.0, spread))
-        self._faces[face.name] = _FaceState(face, timer)
+        self._faces[face.name] = _FaceState(face, timer, RequestBuilder(self.policy))
 
     def remove_face(self, name: str) -> None:
         self._faces.pop(name, None)
@@ -234,13 +234,14 @@ class Node:
         except PacketError:
             return RxReport(FrameKind.WANT, Drop.BAD_REQUEST)
         keys = self.goset.keys
+        slots = want.slots(len(keys))
         if self.policy.rearm_on_hint:
-            for fndx, seq in want.slots(len(keys)):
+            for fndx, seq in slots:
                 replica = self.store.get(keys[fndx])
                 if replica is not None and seq - 1 > replica.max_seq:
                     fs.timer.rearm(now)
                     break
-        answers = answer_want(want, keys, self.store, self.policy.credit)
+        answers = answer_want(slots, keys, self.store, self.policy.credit)
         return RxReport(FrameKind.WANT, answers=self._queue_answers(fs, answers))
 
     def _on_chnk(self, fs: _FaceState, packet: bytes) -> RxReport:
@@ -315,11 +316,11 @@ class Node:
         for fs in self._faces.values():
             if not fs.timer.due(now):
                 continue
-            fs.timer.sent(now)
-            want = self._builder.want(self._want_dmx, keys, self.store)
+            want = fs.builder.want(self._want_dmx, keys, self.store)
+            fs.timer.sent(now, fs.builder.cycle_end)
             if want is not None:
                 fs.queue.put(Queued(want, Priority.REQUEST, FrameKind.WANT, "want"))
-            chnk = self._builder.chnk(self._chnk_dmx, keys, self.store)
+            chnk = fs.builder.chnk(self._chnk_dmx, keys, self.store)
             if chnk is not None:
                 fs.queue.put(Queued(chnk, Priority.REQUEST, FrameKind.CHNK, "chnk"))
 

@@ -62,6 +62,7 @@ class Policy:
     rtt_min: float = 0.01
     rtt_backoff: float = 1.5  # rtt multiplier after a period without arrivals
     rtt_alpha: float = 0.5  # weight of the old rtt when a sample arrives
+    backoff_per_cycle: bool = False  # back off only after a whole pass over the set is quiet
     rearm_on_hint: bool = False  # request at once when a peer's WANT shows it has more
     suppress_overheard: bool = False  # drop queued packets a neighbour just sent
 
@@ -105,6 +106,7 @@ DEFAULT = Policy(
     rtt_max=60.0,
     rtt_min=0.05,
     rtt_backoff=2.0,
+    backoff_per_cycle=True,
     rearm_on_hint=True,
     suppress_overheard=True,
 )

@@ -13,9 +13,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ..store.base import FeedStore
-from ..wire import bipf
 from ..wire.entry import DMX_LEN, PACKET_LEN
-from ..wire.want import MAX_PROTOCOL_INT, ChunkRequest, Want, encode_chnk, encode_want
+from ..wire.want import MAX_PROTOCOL_INT, ChunkRequest, encode_chnk, encode_want
 from .policy import OffsetStep, Policy
 
 __all__ = [
@@ -43,29 +42,45 @@ def _fits(items_size: int) -> bool:
     return DMX_LEN + _LIST_HEADER_MAX + items_size <= PACKET_LEN
 
 
-class RequestBuilder:
-    """Builds our WANT and CHNK vectors with rotating offsets."""
+def _int_size(v: int) -> int:
+    """Bytes of a non-negative int in signed-minimal BIPF: a 1-byte tag plus the body."""
+    return 2 + v.bit_length() // 8
 
-    __slots__ = ("_chnk_offset", "_want_offset", "policy")
+
+class RequestBuilder:
+    """Builds the WANT and CHNK vectors of one face, with rotating offsets.
+
+    :attr:`cycle_end` tells whether the last WANT reached the end of a pass over the
+    whole GOSET (a WANT covers one window of it when the set is large).
+    """
+
+    __slots__ = ("_chnk_offset", "_covered", "_want_offset", "cycle_end", "policy")
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
         self._want_offset = 0
         self._chnk_offset = 0
+        self._covered = 0
+        self.cycle_end = False
 
     def want(self, dmx: bytes, keys: Sequence[bytes], store: FeedStore) -> bytes | None:
-        """Our next WANT packet, or None for an empty set."""
+        """Our next WANT packet, or None for an empty set.
+
+        Like the Python reference, only the slots count against the budget (the offset
+        does not), and the slot that crosses it is kept.
+        """
         n = len(keys)
         if n == 0:
             return None
         offset = self._want_offset % n
         seqs: list[int] = []
-        size = len(bipf.encode(offset))
+        head = _int_size(offset)
+        size = 0
         for i in range(n):
             replica = store.get(keys[(offset + i) % n])
             nxt = min(replica.max_seq + 1 if replica is not None else 1, MAX_PROTOCOL_INT)
-            item = len(bipf.encode(nxt))
-            if not _fits(size + item):
+            item = _int_size(nxt)
+            if not _fits(head + size + item):
                 break
             seqs.append(nxt)
             size += item
@@ -73,12 +88,16 @@ class RequestBuilder:
                 break
         step = 1 if self.policy.offset_step is OffsetStep.ONE else max(len(seqs), 1)
         self._want_offset = (offset + step) % n
+        self._covered += len(seqs) if self.policy.offset_step is OffsetStep.PAST else 1
+        self.cycle_end = self._covered >= n
+        if self.cycle_end:
+            self._covered = 0
         return encode_want(dmx, offset, seqs)
 
     def chnk(self, dmx: bytes, keys: Sequence[bytes], store: FeedStore) -> bytes | None:
         """Our next CHNK packet, or None when no side chain is incomplete."""
         n = len(keys)
-        if n == 0:
+        if n == 0 or not store.has_pending_chains():
             return None
         offset = self._chnk_offset % n
         reqs: list[ChunkRequest] = []
@@ -94,7 +113,7 @@ class RequestBuilder:
                 cnr = replica.pending[seq].next_cnr
                 if max(fndx, seq, cnr) > MAX_PROTOCOL_INT:
                     continue
-                item = len(bipf.encode([fndx, seq, cnr]))
+                item = 1 + _int_size(fndx) + _int_size(seq) + _int_size(cnr)
                 if not _fits(size + item):
                     full = True
                     break
@@ -131,8 +150,10 @@ def _round_robin(streams: list[Iterator[Answer]], credit: int) -> list[Answer]:
     return out
 
 
-def answer_want(want: Want, keys: Sequence[bytes], store: FeedStore, credit: int) -> list[Answer]:
-    """The stored entries a WANT asks for: up to ``credit``, round-robin over its slots."""
+def answer_want(slots: Sequence[tuple[int, int]], keys: Sequence[bytes], store: FeedStore,
+                credit: int) -> list[Answer]:
+    """The stored entries a WANT asks for (its ``(goset index, next seq)`` slots, from
+    :meth:`Want.slots`): up to ``credit``, round-robin over the slots."""
 
     def entries(fid: bytes, first: int) -> Iterator[Answer]:
         replica = store.get(fid)
@@ -145,7 +166,7 @@ def answer_want(want: Want, keys: Sequence[bytes], store: FeedStore, credit: int
 
     seen: set[int] = set()
     streams = []
-    for fndx, seq in want.slots(len(keys)):
+    for fndx, seq in slots:
         if fndx in seen:
             continue
         seen.add(fndx)
@@ -182,10 +203,14 @@ class RequestTimer:
     The Python reference's rule: ``rtt`` starts at ``rtt_initial``; the first entry or
     chunk arriving after a request sets ``rtt = alpha*rtt + (1-alpha)*(arrival - sent)``
     (at least ``rtt_min``); a period without arrivals multiplies it by ``rtt_backoff``
-    up to ``rtt_max``. Requests go out every ``rtt``.
+    up to ``rtt_max``. Requests go out every ``rtt``. With ``backoff_per_cycle`` the
+    backoff waits for a whole pass of WANTs over the GOSET to bring nothing: with a large
+    set one WANT covers only a window of it, and a quiet window says nothing about the
+    others.
     """
 
-    __slots__ = ("_arrived", "_sampled", "_sent_at", "next_at", "policy", "rtt")
+    __slots__ = ("_arrived", "_cycle_arrived", "_cycle_closed", "_sampled", "_sent_at",
+                 "next_at", "policy", "rtt")
 
     def __init__(self, policy: Policy, now: float, jitter: Callable[[], float]) -> None:
         self.policy = policy
@@ -194,22 +219,32 @@ class RequestTimer:
         self._sent_at: float | None = None
         self._arrived = False
         self._sampled = False
+        self._cycle_arrived = False
+        self._cycle_closed = False
 
     def due(self, now: float) -> bool:
         return now >= self.next_at
 
-    def sent(self, now: float) -> None:
-        """A request period starts now."""
+    def sent(self, now: float, cycle_end: bool = True) -> None:
+        """A request period starts now; ``cycle_end``: this WANT ends a pass over the set."""
         p = self.policy
-        if self._sent_at is not None and not self._arrived:
-            self.rtt = min(self.rtt * p.rtt_backoff, p.rtt_max)
+        if self._sent_at is not None:
+            if p.backoff_per_cycle:
+                quiet = self._cycle_closed and not self._cycle_arrived
+            else:
+                quiet = not self._arrived
+            if quiet:
+                self.rtt = min(self.rtt * p.rtt_backoff, p.rtt_max)
+        if not p.backoff_per_cycle or self._cycle_closed:
+            self._cycle_arrived = False
+        self._cycle_closed = cycle_end
         self._sent_at = now
         self._arrived = self._sampled = False
         self.next_at = now + self.rtt
 
     def arrival(self, now: float) -> None:
         """An entry or chunk we asked for arrived."""
-        self._arrived = True
+        self._arrived = self._cycle_arrived = True
         if self._sent_at is None or self._sampled:
             return
         self._sampled = True

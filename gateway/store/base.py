@@ -149,6 +149,10 @@ class FeedStore(ABC):
     def expects_chunk(self, h: bytes) -> bool:
         return h in self._expected
 
+    def has_pending_chains(self) -> bool:
+        """Does any entry still wait for side-chain chunks?"""
+        return bool(self._expected)
+
     def expected_chunks(self) -> dict[bytes, list[tuple[bytes, int]]]:
         """The 20-byte hash table: expected chunk hash -> [(feed id, seq), ...]."""
         return {h: [(r.fid, seq) for r, seq in w] for h, w in self._expected.items()}

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 from . import bipf
 from .entry import DMX_LEN, PACKET_LEN
-from .errors import BipfError, PacketError
+from .errors import BipfError, PacketError, VarintError
+from .varint import decode_varint
 
 MAX_PROTOCOL_INT = 2**24 - 1  # larger ints are misread by the ESP32/Android decoders
 
@@ -75,9 +76,45 @@ def _as_uint(value: object) -> int | None:
     return value
 
 
+_INT, _LIST = 2, 4
+
+
+def _fast_ints(buf: bytes, pos: int, end: int) -> list[object] | None:
+    """Read a BIPF list body of small unsigned ints and lists of them, without the
+    general decoder; None when anything else shows up (the caller falls back)."""
+    out: list[object] = []
+    while pos < end:
+        tag = buf[pos]
+        if tag & 0x80:
+            return None  # a multi-byte tag: leave it to the general decoder
+        length, typ = tag >> 3, tag & 7
+        pos += 1
+        if pos + length > end:
+            return None
+        if typ == _INT and 1 <= length <= 8:
+            out.append(int.from_bytes(buf[pos:pos + length], "little"))
+        elif typ == _LIST:
+            inner = _fast_ints(buf, pos, pos + length)
+            if inner is None or any(isinstance(v, list) for v in inner):
+                return None
+            out.append(inner)
+        else:
+            return None
+        pos += length
+    return out
+
+
 def _body(packet: bytes) -> list[object]:
     if len(packet) <= DMX_LEN:
         raise PacketError("request packet without a body")
+    try:
+        tag, pos = decode_varint(packet, DMX_LEN)
+    except VarintError:
+        tag, pos = 0, 0  # the general decoder below reports it
+    if tag & 7 == _LIST and pos + (tag >> 3) <= len(packet):
+        fast = _fast_ints(packet, pos, pos + (tag >> 3))
+        if fast is not None:
+            return fast
     try:
         value = bipf.decode(packet[DMX_LEN:], unsigned_ints=True)
     except BipfError as exc:
