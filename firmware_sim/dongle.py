@@ -224,6 +224,8 @@ class SimDongle:
         log.debug("sim dongle %s plugged in at %s", self.board, os.ttyname(slave))
 
     def _unplug(self) -> None:
+        if self._dir is not None:  # like a real unplug, the device node goes away
+            (self._dir / "ttySIM0").unlink(missing_ok=True)
         for fd in (self._master, self._slave):
             if fd >= 0:
                 os.close(fd)

@@ -15,10 +15,13 @@ from . import __version__
 from .render import render_content
 from .store import DiskStore, FeedStore, StoreError
 from .store.keys import KEY_FILE, load_key, load_or_create_key
+from .transports.dongle_proto import Cmd, RadioConfig
+from .transports.serial_dongle import DongleInfo, DongleLinkError, apply_settings, read_info
 from .wire import bipf
 from .wire.entry import FeedKey, chunks_needed
 from .wire.errors import WireError
 from .wire.ident import format_id, parse_id
+from .wire.lora import PROFILES
 
 log = logging.getLogger("tinyssb")
 
@@ -194,6 +197,232 @@ def cmd_follow(args: argparse.Namespace) -> int:
         return 0
 
 
+# --- dongle -----------------------------------------------------------------------------
+
+DONGLE_ENV = "TINYSSB_DONGLE"
+FULL_FRAME = 124  # a 120-byte packet and its CRC32
+
+
+def dongle_port(args: argparse.Namespace) -> str:
+    port: str | None = args.port or os.environ.get(DONGLE_ENV)
+    if not port:
+        raise UserError(f"no dongle port: pass --port /dev/ttyUSB0 (or set ${DONGLE_ENV})")
+    return port
+
+
+def matching_profiles(radio: RadioConfig) -> list[str]:
+    """Profile names whose frequency, bandwidth, SF, CR and sync word equal ``radio``'s."""
+    return [name for name, p in PROFILES.items()
+            if (p.frequency_hz, p.bandwidth_hz, p.sf, p.cr, p.sync_word)
+            == (radio.frequency_hz, radio.bandwidth_hz, radio.sf, radio.cr, radio.sync_word)]
+
+
+def dongle_info_json(info: DongleInfo) -> dict[str, object]:
+    r, d, a, st = info.radio, info.duty, info.airtime, info.stats
+    return {
+        "port": info.port,
+        "protocol": info.identity.protocol, "firmware": info.identity.firmware,
+        "board": info.identity.board, "chip": info.identity.chip,
+        "radio": {"on": info.radio_on, "frequency_hz": r.frequency_hz,
+                  "bandwidth_hz": r.bandwidth_hz, "sf": r.sf, "cr": r.cr,
+                  "sync_word": r.sync_word, "tx_power_dbm": r.tx_power_dbm,
+                  "preamble": r.preamble, "profiles": matching_profiles(r),
+                  "airtime_124_ms": round(r.to_params().airtime(FULL_FRAME) * 1000, 3)},
+        "duty": {"permille": d.permille, "window_ms": d.window_ms},
+        "airtime": {"limit_permille": a.limit_permille, "window_ms": a.window_ms,
+                    "used_ms": a.used_ms, "available_ms": a.available_ms},
+        "queue_free": info.free,
+        "stats": {"rx_ok": st.rx_ok, "rx_bad": st.rx_bad, "tx_ok": st.tx_ok,
+                  "tx_refused": st.tx_refused, "kiss_errors": st.kiss_errors,
+                  "uptime_ms": st.uptime_ms},
+    }
+
+
+def print_dongle_info(info: DongleInfo) -> None:
+    r, d, a, st = info.radio, info.duty, info.airtime, info.stats
+    frame_ms = r.to_params().airtime(FULL_FRAME) * 1000
+    names = ", ".join(matching_profiles(r)) or "none (custom settings)"
+    duty = "no limit" if d.permille == 0 else (
+        f"{d.permille} permille over {d.window_ms / 1000:g} s")
+    if a.limit_permille == 0:
+        budget = f"used {a.used_ms} ms in the window, no limit"
+    else:
+        frames = int(a.available_ms // frame_ms) if frame_ms else 0
+        budget = (f"used {a.used_ms} ms, {a.available_ms} ms available "
+                  f"(about {frames} more {FULL_FRAME}-byte frames)")
+    rows = [
+        ("port", info.port),
+        ("firmware", f"{info.identity.firmware} (protocol {info.identity.protocol})"),
+        ("board", f"{info.identity.board} ({info.identity.chip})"),
+        ("radio", (f"{'on' if info.radio_on else 'off'}: {r.frequency_hz / 1e6:.4f} MHz, "
+                  f"{r.bandwidth_hz / 1e3:g} kHz, SF{r.sf}, CR 4/{r.cr}, "
+                  f"sync {r.sync_word:#04x}, {r.tx_power_dbm} dBm, preamble {r.preamble}")),
+        ("profile", names),
+        ("frame", f"a {FULL_FRAME}-byte frame takes {frame_ms:.1f} ms on air"),
+        ("duty", duty),
+        ("airtime", budget),
+        ("queue", f"{info.free} of 4 slots free"),
+        ("stats", (f"rx {st.rx_ok} ok, {st.rx_bad} bad; tx {st.tx_ok} ok, "
+                  f"{st.tx_refused} refused; {st.kiss_errors} KISS errors; "
+                  f"up {st.uptime_ms / 1000:.1f} s")),
+    ]
+    for key, value in rows:
+        print(f"{key:<9} {value}")
+
+
+def show_dongle(info: DongleInfo, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(dongle_info_json(info), indent=2))
+    else:
+        print_dongle_info(info)
+
+
+def cmd_dongle_info(args: argparse.Namespace) -> int:
+    port = dongle_port(args)
+    try:
+        info = read_info(port, board=args.board, timeout=args.timeout)
+    except DongleLinkError as exc:
+        raise UserError(str(exc)) from None
+    show_dongle(info, args.json)
+    return 0
+
+
+def dongle_changes(args: argparse.Namespace) -> list[tuple[Cmd, int]]:
+    """The settings `dongle set` sends: the profile's, then the single options."""
+    values: dict[Cmd, int] = {}
+    if args.profile is not None:
+        if args.profile not in PROFILES:
+            raise UserError(f"unknown profile {args.profile!r}; `tinyssb dongle profiles` "
+                            "lists them")
+        values.update(RadioConfig.from_params(PROFILES[args.profile]).settings())
+    for cmd, value in ((Cmd.FREQUENCY, args.frequency), (Cmd.BANDWIDTH, args.bandwidth),
+                       (Cmd.SF, args.sf), (Cmd.CR, args.cr), (Cmd.SYNC_WORD, args.sync),
+                       (Cmd.TX_POWER, args.power), (Cmd.PREAMBLE, args.preamble)):
+        if value is not None:
+            values[cmd] = value
+    return list(values.items())
+
+
+def cmd_dongle_set(args: argparse.Namespace) -> int:
+    changes = dongle_changes(args)
+    radio = None if args.radio is None else args.radio == "on"
+    if not changes and args.duty is None and args.duty_window is None and radio is None:
+        raise UserError("nothing to set: give --profile or a setting (see "
+                        "`tinyssb dongle set --help`)")
+    port = dongle_port(args)
+    try:
+        info = apply_settings(port, changes, duty_permille=args.duty,
+                              duty_window_ms=args.duty_window, radio_on=radio,
+                              board=args.board, timeout=args.timeout)
+    except DongleLinkError as exc:
+        raise UserError(str(exc)) from None
+    show_dongle(info, args.json)
+    return 0
+
+
+def cmd_dongle_profiles(args: argparse.Namespace) -> int:
+    rows: list[dict[str, object]] = []
+    lines = [(f"{'profile':<16} {'MHz':>8} {'kHz':>4} {'SF':>3} {'CR':>4} {'sync':>5} "
+             f"{'124 B on air':>13} {'per hour at 1%':>15}")]
+    for name, p in PROFILES.items():
+        airtime_ms = p.airtime(FULL_FRAME) * 1000
+        per_hour = int(36_000 // airtime_ms)
+        rows.append({"name": name, "frequency_hz": p.frequency_hz,
+                     "bandwidth_hz": p.bandwidth_hz, "sf": p.sf, "cr": p.cr,
+                     "sync_word": p.sync_word, "airtime_124_ms": round(airtime_ms, 3),
+                     "frames_per_hour_1pct": per_hour})
+        lines.append(f"{name:<16} {p.frequency_hz / 1e6:>8.1f} {p.bandwidth_hz // 1000:>4} "
+                     f"{p.sf:>3} {'4/' + str(p.cr):>4} {p.sync_word:>#5x} "
+                     f"{airtime_ms:>10.1f} ms {per_hour:>15}")
+    print(json.dumps(rows, indent=2) if args.json else "\n".join(lines))
+    return 0
+
+
+def _int_arg(low: int, high: int, what: str) -> Callable[[str], int]:
+    """An argparse type: an integer (decimal or 0x hex) in low..high."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be an integer, got {text!r}"
+                                             ) from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{what} must be {low}..{high}, got {value}")
+        return value
+    return parse
+
+
+def _hz_arg(what: str) -> Callable[[str], int]:
+    """An argparse type: Hz as an integer or with a k/M suffix (868.3M, 250k)."""
+    def parse(text: str) -> int:
+        scale = {"k": 1e3, "m": 1e6}.get(text[-1:].lower(), 1.0)
+        number = text[:-1] if scale != 1.0 else text
+        try:
+            value = round(float(number) * scale)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{what} must be in Hz (868300000, 868.3M or 250k), got {text!r}") from None
+        if not 0 < value < 2**32:
+            raise argparse.ArgumentTypeError(f"{what} out of range: {text}")
+        return value
+    return parse
+
+
+def add_dongle_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    dp = sub.add_parser(
+        "dongle", help="inspect and configure a LoRa dongle on USB serial",
+        description="Talk to a LoRa dongle running the tinySSB dongle firmware "
+                    "(hardware/PROTOCOL.md). Settings last until the dongle restarts; the "
+                    "gateway configures the radio itself when it starts.")
+    dsub = dp.add_subparsers(dest="dongle_command", required=True, metavar="SUBCOMMAND")
+
+    def add(name: str, func: Callable[[argparse.Namespace], int], help: str,
+            port: bool = True) -> argparse.ArgumentParser:
+        sp = dsub.add_parser(name, help=help, description=help)
+        sp.set_defaults(func=func)
+        if port:
+            sp.add_argument("--port", "-p", metavar="DEVICE",
+                            help=f"serial device, e.g. /dev/ttyUSB0 (default: ${DONGLE_ENV})")
+            sp.add_argument("--board", metavar="BOARD",
+                            help="board id (hardware/boards/BOARD.json) for its reset wiring; "
+                                 "default: keep DTR and RTS deasserted")
+            sp.add_argument("--timeout", type=float, default=3.0, metavar="SECONDS",
+                            help="how long to wait for the dongle to answer (default 3)")
+        sp.add_argument("--json", action="store_true", help="machine-readable output")
+        return sp
+
+    add("info", cmd_dongle_info, "show firmware, board, radio settings, duty-cycle budget "
+        "and counters of a dongle")
+    sp = add("set", cmd_dongle_set, "change radio settings of a dongle (each one is read "
+             "back and checked), then show them")
+    sp.add_argument("--profile", metavar="NAME",
+                    help="a radio plan from `tinyssb dongle profiles`, e.g. EU868.b; the "
+                         "options below override its values")
+    sp.add_argument("--frequency", type=_hz_arg("frequency"), metavar="HZ",
+                    help="centre frequency in Hz (868300000, 868.3M)")
+    sp.add_argument("--bandwidth", type=_hz_arg("bandwidth"), metavar="HZ",
+                    help="bandwidth in Hz (125000, 250k, 500k)")
+    sp.add_argument("--sf", type=_int_arg(5, 12, "spreading factor"), metavar="N",
+                    help="spreading factor 5..12 (what the chip supports)")
+    sp.add_argument("--cr", type=_int_arg(5, 8, "coding rate"), metavar="N",
+                    help="coding-rate denominator 5..8 (5 = 4/5)")
+    sp.add_argument("--power", type=_int_arg(-9, 22, "tx power"), metavar="DBM",
+                    help="transmit power in dBm (-9..22 on SX1262, 2..20 on SX1276)")
+    sp.add_argument("--sync", type=_int_arg(0, 255, "sync word"), metavar="BYTE",
+                    help="sync word, SX127x register value (tinySSB: 0x58)")
+    sp.add_argument("--preamble", type=_int_arg(6, 65535, "preamble"), metavar="N",
+                    help="preamble length in symbols (tinySSB: 8)")
+    sp.add_argument("--duty", type=_int_arg(0, 1000, "duty limit"), metavar="PERMILLE",
+                    help="duty-cycle limit the dongle enforces, permille (10 = 1%%, 0 = none)")
+    sp.add_argument("--duty-window", type=_int_arg(1000, 86_400_000, "duty window"),
+                    metavar="MS", help="the window the duty limit applies to, in ms "
+                                       "(default: keep the dongle's, 3600000 after boot)")
+    sp.add_argument("--radio", choices=("on", "off"),
+                    help="switch the radio on (receive between transmissions) or off")
+    add("profiles", cmd_dongle_profiles, "list the LoRa radio plans with the airtime of a "
+        "full 124-byte frame", port=False)
+
+
 # --- parser --------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -234,6 +463,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("feed", help="@<base64>.ed25519, 64 hex digits, or 'me'")
     sp.add_argument("--since", type=int, default=0, help="start after this seq (default 0)")
     sp.add_argument("--interval", type=float, default=1.0, help="poll interval, seconds")
+
+    add_dongle_commands(sub)
     return p
 
 
