@@ -33,8 +33,10 @@ EARLY_KILLS = 0.1  # share of rounds killed at a random moment after spawn (mayb
 def run_child(root: Path, rng: random.Random) -> tuple[int | None, list[int]]:
     """Start the child, kill it at a random moment; return (start seq, reported seqs)."""
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # unbuffered: readline() must not read ahead, or lines it buffered would be lost to
+    # communicate(), which reads the pipe's file descriptor directly
     proc = subprocess.Popen([sys.executable, str(CHILD), str(root)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env)
+                            stderr=subprocess.PIPE, env=env, bufsize=0)
     first = b""
     try:
         if rng.random() < EARLY_KILLS:
