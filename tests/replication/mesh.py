@@ -119,8 +119,9 @@ class Mesh:
 
     def run_for(self, seconds: float) -> None:
         end = self.now + seconds
-        while self.now < end and self.step():
-            pass
+        while self.now < end:
+            if not self.step():
+                return
 
 
 def holdings(node: Node) -> dict[bytes, tuple[int, int]]:

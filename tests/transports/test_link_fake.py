@@ -114,8 +114,8 @@ def test_port_lines_deasserted_before_open(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(serial_dongle.serial, "Serial", Recording)
 
     async def go() -> None:
-        async with link_for(fake, radio=None):
-            pass
+        async with link_for(fake, radio=None) as link:
+            assert link.connected
     run(go)
     assert seen == [(False, False, False)]
 
