@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gateway.replication import DEFAULT, REFERENCE, Policy
 from gateway.store.memory import MemoryStore
-from gateway.wire.entry import Entry, FeedKey, build_entry, genesis_prev
+from gateway.wire.entry import Entry, FeedKey, build_feed
 from tests.replication.mesh import Mesh
 
 
@@ -57,15 +57,6 @@ class Result:
     virtual: float
     wall: float
     kinds: Counter[str]
-
-
-def build_feed(key: FeedKey, contents: list[bytes]) -> list[Entry]:
-    prev, out = genesis_prev(key.fid), []
-    for seq, content in enumerate(contents, 1):
-        entry = build_entry(key, seq, prev, content)
-        out.append(entry)
-        prev = entry.msg_id
-    return out
 
 
 def build_case(name: str, n_feeds: int, n_entries: int, length: int, tag: int) -> Case:

@@ -22,23 +22,13 @@ from gateway.store import DiskStore, FeedStore, MemoryStore
 from gateway.wire.entry import (
     Entry,
     FeedKey,
-    build_entry,
+    build_feed,
     genesis_prev,
     verify_entry,
 )
 
 KEY = FeedKey.from_seed(bytes(range(32)))
 CHUNKED_LENGTHS = (100, 200, 300)  # 1, 2 and 3 chunks
-
-
-def build_feed(key: FeedKey, contents: list[bytes]) -> list[Entry]:
-    prev = genesis_prev(key.fid)
-    entries = []
-    for seq, c in enumerate(contents, 1):
-        e = build_entry(key, seq, prev, c)
-        prev = e.msg_id
-        entries.append(e)
-    return entries
 
 
 def content(seq: int, length: int) -> bytes:

@@ -17,6 +17,7 @@ the draft spec):
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from nacl.bindings import crypto_sign, crypto_sign_open, crypto_sign_seed_keypair
@@ -196,6 +197,20 @@ def build_entry(key: FeedKey, seq: int, prev: bytes, content: bytes,
     signed = dmx_of_name(name) + bytes([typ]) + payload
     packet = signed + key.sign(name + signed)
     return Entry(key.fid, seq, bytes(prev), packet, msg_id_of(name, packet), tuple(chunks))
+
+
+def build_feed(key: FeedKey, contents: Iterable[bytes | tuple[bytes, int]]) -> list[Entry]:
+    """Build entries 1, 2, ... of ``key``'s feed, each chained to the one before.
+
+    An item is the content (chain20) or a ``(content, type)`` pair.
+    """
+    prev, entries = genesis_prev(key.fid), []
+    for seq, item in enumerate(contents, 1):
+        content, typ = item if isinstance(item, tuple) else (item, TYPE_CHAIN20)
+        entry = build_entry(key, seq, prev, content, typ)
+        entries.append(entry)
+        prev = entry.msg_id
+    return entries
 
 
 @dataclass(slots=True, frozen=True)

@@ -32,7 +32,7 @@ from gateway.wire.entry import (
     TYPE_PLAIN48,
     Entry,
     FeedKey,
-    build_entry,
+    build_feed,
     chunks_needed,
     content_of,
     genesis_prev,
@@ -50,29 +50,20 @@ H = bytes.fromhex
 
 # --- the honest world -----------------------------------------------------------------
 
-def _feed(key: FeedKey, contents: list[tuple[bytes, int]]) -> list[Entry]:
-    prev, out = genesis_prev(key.fid), []
-    for seq, (content, typ) in enumerate(contents, 1):
-        entry = build_entry(key, seq, prev, content, typ)
-        out.append(entry)
-        prev = entry.msg_id
-    return out
-
-
 KEY_A = FeedKey.from_seed(b"\xa1" * 32)
 _LENGTHS = (10, 27, 28, 100, 250, 0, 330)  # 0..4 chunks
 # feed A grows after the garbage: its author publishes entries 31..35 then
-FEED_A = _feed(KEY_A, [(bytes([s % 251]) * _LENGTHS[s % 7], 1) for s in range(1, 36)])
+FEED_A = build_feed(KEY_A, [(bytes([s % 251]) * _LENGTHS[s % 7], 1) for s in range(1, 36)])
 LATER = 5
 
 
 def _honest_feeds() -> dict[bytes, list[Entry]]:
     v = vectors.load()["feeds"][0]  # the reference vector feed: chunks, a plain48 entry
     b = FeedKey.from_seed(H(v["seed"]))
-    feed_b = _feed(b, [(H(e["content"]), e["type"]) for e in v["entries"]])
+    feed_b = build_feed(b, [(H(e["content"]), e["type"]) for e in v["entries"]])
     assert [e.packet for e in feed_b] == [H(e["packet"]) for e in v["entries"]]
     c = FeedKey.from_seed(b"\xc3" * 32)
-    feed_c = _feed(c, [(b"c%d" % s, TYPE_PLAIN48 if s % 2 else 1) for s in range(1, 13)])
+    feed_c = build_feed(c, [(b"c%d" % s, TYPE_PLAIN48 if s % 2 else 1) for s in range(1, 13)])
     return {KEY_A.fid: FEED_A[:-LATER], b.fid: feed_b, c.fid: feed_c}
 
 
@@ -124,7 +115,7 @@ def check_store(node: Node) -> None:
     """Every stored entry verifies and is what its honest author published."""
     published = dict(HONEST)
     published[KEY_A.fid] = FEED_A
-    published[OWN.fid] = _feed(OWN, [(c, 1) for c in OWN_CONTENTS])
+    published[OWN.fid] = build_feed(OWN, [(c, 1) for c in OWN_CONTENTS])
     store = node.store
     for fid in store.feeds():
         replica = store.replica(fid)

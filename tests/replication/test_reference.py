@@ -19,7 +19,7 @@ from gateway.replication import DEFAULT, REFERENCE, Drop, Face, FrameKind, Node,
 from gateway.store.memory import MemoryStore
 from gateway.wire import bipf
 from gateway.wire.crc import add_crc
-from gateway.wire.entry import Entry, FeedKey, build_entry, genesis_prev
+from gateway.wire.entry import Entry, FeedKey, build_feed
 from gateway.wire.goset import chnk_dmx, want_dmx
 from tests import vectors
 from tests.replication.mesh import Mesh
@@ -83,12 +83,7 @@ def _worked_feed(n: int) -> list[Entry]:
     contents = [H("6c18544156106869062200f15365"),  # ["TAV","hi",null,1700000000]
                 bipf.encode(["TAV", "x" * 150, None, 1700000001])]
     contents += [f"entry {seq}".encode() for seq in range(3, n + 1)]
-    prev, entries = genesis_prev(W_KEY.fid), []
-    for seq, content in enumerate(contents, 1):
-        entry = build_entry(W_KEY, seq, prev, content)
-        entries.append(entry)
-        prev = entry.msg_id
-    return entries
+    return build_feed(W_KEY, contents)
 
 
 W = _worked_feed(205)
@@ -479,11 +474,8 @@ def _hundred_feeds(have: int, more: int) -> tuple[tuple[Entry, ...], ...]:
     feeds = []
     for f in range(100):
         key = FeedKey.from_seed(bytes([7]) + f.to_bytes(31, "big"))
-        prev, entries = genesis_prev(key.fid), []
-        for seq in range(1, have + (more if f == 0 else 0) + 1):
-            entries.append(build_entry(key, seq, prev, b"%d" % seq))
-            prev = entries[-1].msg_id
-        feeds.append(tuple(entries))
+        count = have + (more if f == 0 else 0)
+        feeds.append(tuple(build_feed(key, [b"%d" % seq for seq in range(1, count + 1)])))
     return tuple(feeds)
 
 
