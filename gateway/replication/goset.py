@@ -80,6 +80,7 @@ class GosetSync:
         self.rounds = 0
         self.claims_suppressed = 0
         self.zaps_dropped = 0
+        self.refused_full = 0  # keys turned away because the set holds 100 already
 
     # --- the set ----------------------------------------------------------------------
     @property
@@ -103,8 +104,16 @@ class GosetSync:
         ``announce=False`` queues no novelty (feeds loaded from the store at start).
         """
         key = bytes(key)
-        if (len(key) != 32 or key == ZERO_KEY or key in self._index
-                or len(self.keys) >= MAX_KEYS or not (force or self._accept(key))):
+        if len(key) != 32 or key == ZERO_KEY or key in self._index:
+            return False
+        if len(self.keys) >= MAX_KEYS:
+            self.refused_full += 1
+            if self.refused_full == 1:
+                log.warning("GOSET is full (%d keys, the limit of every implementation): "
+                            "feed %s and later ones are not replicated; an allow-list policy "
+                            "chooses which feeds to keep", MAX_KEYS, key.hex()[:16])
+            return False
+        if not (force or self._accept(key)):
             return False
         pos = bisect.bisect_left(self.keys, key)
         self.keys.insert(pos, key)

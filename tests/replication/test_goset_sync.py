@@ -116,7 +116,7 @@ def test_the_set_stops_at_100_keys_and_ignores_zero_keys() -> None:
     assert not g.add(ZERO_KEY, 0.0)
     for i in range(1, 150):
         g.add(key(i), 0.0)
-    assert len(g) == MAX_KEYS
+    assert len(g) == MAX_KEYS and g.refused_full == 49
     g.on_packet(Claim(ZERO_KEY, key(5), key(5), 2), "radio", 1.0)
     assert g.pending_count == 0
 
