@@ -74,7 +74,9 @@ class _FaceState:
         self.timer = timer
 
     def ready_at(self, head: Queued) -> float:
-        """When the packet at the head of the queue may go out."""
+        """When the packet at the head of the queue may go out (inf: never)."""
+        if len(head.packet) > self.face.mtu:
+            return float("inf")
         t = self.next_tx
         if self.budget is not None:
             t = max(t, self.budget.earliest(t, self.face.airtime(len(head.packet))))
@@ -329,7 +331,15 @@ class Node:
         self._run_timers(now)
         out: list[Outgoing] = []
         for name, fs in self._faces.items():
-            while fs.queue and fs.ready_at(fs.queue.items[0]) <= now:
+            while fs.queue:
+                head = fs.queue.items[0]
+                ready = fs.ready_at(head)
+                if ready > now:
+                    if ready == float("inf") or len(head.packet) > fs.face.mtu:
+                        fs.queue.pop()  # can never go out on this face
+                        fs.queue.dropped += 1
+                        continue
+                    break
                 q = fs.queue.pop()
                 airtime = fs.face.airtime(len(q.packet))
                 if fs.budget is not None:

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import random
+
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gateway.replication import Node
 from gateway.replication.events import FrameKind
 from gateway.replication.faces import AirtimeBudget, Face, Priority, Queued, SendQueue
+from gateway.store.memory import MemoryStore
+from gateway.wire import bipf
+from gateway.wire.crc import add_crc
+from gateway.wire.entry import FeedKey
+from gateway.wire.goset import want_dmx
 from gateway.wire.lora import profile
 
 
@@ -81,3 +89,30 @@ def test_lora_face_airtime_includes_the_crc_trailer() -> None:
     assert face.airtime(120) == params.airtime(124)
     assert abs(face.airtime(120) - 0.205) < 0.001
     assert Face("ws").airtime(120) == 0.0
+
+
+
+def test_a_packet_that_can_never_fit_is_dropped_not_blocking_the_queue() -> None:
+    params = profile("EU868.a")
+    # a budget of 0.15 s per minute: a 124-byte entry frame (0.205 s) and a 109-byte claim
+    # frame (0.19 s) never fit; WANTs and novelties do, and must not be held up
+    small = Face("lora", crc=True, lora=params, duty_cycle=0.15 / 60, duty_window=60.0)
+    narrow = Face("ble", mtu=40)  # below a 105-byte claim and a 120-byte entry
+    node = Node(MemoryStore(), rng=random.Random(1))
+    node.add_face(small, 0.0)
+    node.add_face(narrow, 0.0)
+    key = FeedKey.from_seed(bytes(32))
+    node.publish(key, b"x", 0.0)
+    want = want_dmx(key.fid) + bipf.encode([0, 1])  # a 1-key set: its XOR is the key
+    assert node.receive(0.0, "lora", add_crc(want)).answers == 1
+    assert node.receive(0.0, "ble", want).answers == 1
+    sent = []
+    t = 0.0
+    while t < 200.0:
+        sent += node.frames_to_send(t)
+        t = max(t + 0.01, node.next_deadline() or t + 1.0)
+    lora = [o.kind for o in sent if o.face == "lora"]
+    assert FrameKind.WANT in lora and FrameKind.NOVELTY in lora
+    assert FrameKind.ENTRY not in lora and FrameKind.CLAIM not in lora
+    assert all(len(o.frame) <= 40 for o in sent if o.face == "ble")
+    assert node.stats.queue_dropped >= 2
