@@ -51,7 +51,7 @@ def test_every_command_has_a_vector() -> None:
 
 
 def test_protocol_md_examples_are_in_the_vectors() -> None:
-    """Every complete `C0 ... C0` line of PROTOCOL.md (without <placeholders>) is a vector."""
+    """Every complete `C0 ... C0` line of PROTOCOL.md (except those with <...> stand-ins such as <packet>) is a vector."""
     data = json.loads(VECTORS.read_text())
     wire = {f["kiss_hex"] for f in data["frames"]}
     for s in data["sessions"]:
