@@ -69,15 +69,14 @@ class Face:
     def lora_radio(cls, name: str, params: LoRaParams, *, duty_cycle: float = 0.01,
                    min_gap: float = 0.0, queue_size: int = 5) -> Face:
         """A LoRa face: broadcast, CRC32 trailer, airtime-budgeted."""
-        return cls(name, FaceKind.BROADCAST, PACKET_LEN, True, params, duty_cycle,
-                   3600.0, min_gap, queue_size)
+        return cls(name, crc=True, lora=params, duty_cycle=duty_cycle, min_gap=min_gap,
+                   queue_size=queue_size)
 
     @classmethod
     def dongle(cls, name: str, params: LoRaParams, *, duty_cycle: float = 0.01,
                queue_size: int = 5) -> Face:
         """A LoRa face behind our dongle, which adds and checks the CRC itself."""
-        return cls(name, FaceKind.BROADCAST, PACKET_LEN, False, params, duty_cycle,
-                   3600.0, 0.0, queue_size)
+        return cls(name, lora=params, duty_cycle=duty_cycle, queue_size=queue_size)
 
     def wire_len(self, packet_len: int) -> int:
         """Bytes on the link for a packet of ``packet_len`` bytes."""
@@ -191,6 +190,10 @@ class SendQueue:
 
     def pop(self) -> Queued:
         return self.items.pop(0)
+
+    def discard_kinds(self, kinds: set[FrameKind]) -> None:
+        """Remove every queued packet of these kinds."""
+        self.items[:] = [q for q in self.items if q.kind not in kinds]
 
     def discard(self, packet: bytes) -> bool:
         """Remove ``packet`` if queued (a neighbour already sent it)."""

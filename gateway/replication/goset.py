@@ -42,10 +42,14 @@ log = logging.getLogger(__name__)
 
 @dataclass(slots=True, frozen=True)
 class GosetOut:
-    """A GOSET packet to send: on every face (``faces`` empty) or on the named ones."""
+    """A GOSET packet to send: on every face (``faces`` empty) or on the named ones.
+
+    ``full`` marks our claim over the whole set: a newer one replaces it in a queue.
+    """
 
     packet: bytes
     faces: frozenset[str] = frozenset()
+    full: bool = False
 
 
 @dataclass(slots=True)
@@ -222,7 +226,7 @@ class GosetSync:
         else:
             full = self.full_claim()
             assert full is not None
-            out.append(GosetOut(full.encode()))
+            out.append(GosetOut(full.encode(), full=True))
         out.extend(self._answer_pending())
         return out
 

@@ -167,8 +167,7 @@ class Node:
         self._want_dmx = want_dmx(state)
         self._chnk_dmx = chnk_dmx(state)
         for fs in self._faces.values():  # requests under the old state reach nobody now
-            fs.queue.items[:] = [q for q in fs.queue.items
-                                 if q.kind not in (FrameKind.WANT, FrameKind.CHNK)]
+            fs.queue.discard_kinds({FrameKind.WANT, FrameKind.CHNK})
 
     def _sync_goset(self, now: float) -> None:
         """Create replicas for keys the GOSET just added; recompute WANT/CHNK DMX."""
@@ -304,13 +303,10 @@ class Node:
     def _enqueue_goset(self, outs: list[GosetOut]) -> None:
         for out in outs:
             kind = FrameKind.CLAIM if out.packet[DMX_LEN] == 0x63 else FrameKind.NOVELTY
-            full = (kind is FrameKind.CLAIM and out.packet[-1] == len(self.goset)
-                    and not out.faces)
             for name, fs in self._faces.items():
                 if not out.faces or name in out.faces:
-                    item = Queued(out.packet, Priority.GOSET, kind,
-                                  "claim-full" if full else None)
-                    fs.queue.put(item)
+                    fs.queue.put(Queued(out.packet, Priority.GOSET, kind,
+                                        "claim-full" if out.full else None))
 
     def _run_timers(self, now: float) -> None:
         self._enqueue_goset(self.goset.on_timer(now))
@@ -331,8 +327,7 @@ class Node:
         self._run_timers(now)
         out: list[Outgoing] = []
         for name, fs in self._faces.items():
-            while fs.queue:
-                head = fs.queue.items[0]
+            while (head := fs.queue.peek()) is not None:
                 ready = fs.ready_at(head)
                 if ready > now:
                     if ready == float("inf") or len(head.packet) > fs.face.mtu:
@@ -364,7 +359,7 @@ class Node:
         for fs in self._faces.values():
             if has_keys:
                 times.append(fs.timer.next_at)
-            if fs.queue:
-                times.append(fs.ready_at(fs.queue.items[0]))
+            if (head := fs.queue.peek()) is not None:
+                times.append(fs.ready_at(head))
         finite = [t for t in times if t != float("inf")]
         return min(finite) if finite else None
