@@ -14,8 +14,16 @@ from dataclasses import dataclass, field
 
 from gateway.replication import Face, Node, Outgoing, Policy, RxReport
 from gateway.replication.policy import DEFAULT
+from gateway.store.base import FeedStore
 from gateway.store.memory import MemoryStore
-from gateway.wire.entry import FeedKey
+from gateway.wire.entry import (
+    FeedKey,
+    chunks_needed,
+    genesis_prev,
+    parse_chain20,
+    verify_chunk,
+    verify_entry,
+)
 
 
 @dataclass(slots=True)
@@ -122,6 +130,25 @@ class Mesh:
         while self.now < end:
             if not self.step():
                 return
+
+
+def verified_log(store: FeedStore, fid: bytes) -> list[tuple[bytes, list[bytes]]]:
+    """(packet, chunks held) of every entry of ``fid``, after checking each entry against
+    its predecessor and each chunk against its side chain (WireError if one fails)."""
+    out = []
+    prev = genesis_prev(fid)
+    for seq in range(1, store.replica(fid).max_seq + 1):
+        packet = store.read_packet(fid, seq)
+        assert packet is not None, f"entry {seq} missing"
+        prev = verify_entry(fid, seq, prev, packet).msg_id
+        chunks: list[bytes] = []
+        while (c := store.read_chunk(fid, seq, len(chunks))) is not None:
+            chunks.append(c)
+        expect = parse_chain20(packet).ptr if chunks_needed(packet) else None
+        for c in chunks:
+            expect = verify_chunk(expect, c)
+        out.append((packet, chunks))
+    return out
 
 
 def holdings(node: Node) -> dict[bytes, tuple[int, int]]:

@@ -11,10 +11,9 @@ from hypothesis import strategies as st
 
 from gateway.replication import DEFAULT, REFERENCE, Face, FeedAdded, NewEntry, Policy
 from gateway.wire.crc import strip_crc
-from gateway.wire.entry import ExpectedEntry
 from gateway.wire.lora import profile
 
-from .mesh import Fate, Mesh, author, converged
+from .mesh import Fate, Mesh, author, converged, verified_log
 
 PRESETS = [REFERENCE, DEFAULT]
 ids = [p.name for p in PRESETS]
@@ -29,13 +28,7 @@ def check_logs(mesh: Mesh) -> None:
     for node in mesh.nodes.values():
         store = node.store
         for fid in store.feeds():
-            replica = store.replica(fid)
-            prev = fid[:20]
-            for seq in range(1, replica.max_seq + 1):
-                packet = store.read_packet(fid, seq)
-                assert packet is not None
-                entry = ExpectedEntry.of(fid, seq, prev).verify(packet)
-                prev = entry.msg_id
+            for seq, _ in enumerate(verified_log(store, fid), 1):
                 assert store.read_content(fid, seq) is not None
 
 

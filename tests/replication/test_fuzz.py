@@ -33,17 +33,12 @@ from gateway.wire.entry import (
     Entry,
     FeedKey,
     build_feed,
-    chunks_needed,
     content_of,
-    genesis_prev,
-    parse_chain20,
-    verify_chunk,
-    verify_entry,
 )
 from gateway.wire.errors import WireError
 from gateway.wire.goset import GOSET_DMX, chnk_dmx, want_dmx
 from tests import vectors
-from tests.replication.mesh import Mesh
+from tests.replication.mesh import Mesh, verified_log
 
 H = bytes.fromhex
 
@@ -118,22 +113,12 @@ def check_store(node: Node) -> None:
     published[OWN.fid] = build_feed(OWN, [(c, 1) for c in OWN_CONTENTS])
     store = node.store
     for fid in store.feeds():
-        replica = store.replica(fid)
         source = published.get(fid, [])
-        assert replica.max_seq <= len(source), f"{fid.hex()[:8]}: entries nobody published"
-        prev = genesis_prev(fid)
-        for seq in range(1, replica.max_seq + 1):
-            packet = store.read_packet(fid, seq)
-            assert packet is not None
-            prev = verify_entry(fid, seq, prev, packet).msg_id  # raises if invalid
-            assert packet == source[seq - 1].packet
-            chunks = []
-            while (c := store.read_chunk(fid, seq, len(chunks))) is not None:
-                chunks.append(c)
-            assert chunks == list(source[seq - 1].chunks[: len(chunks)])
-            want = parse_chain20(packet).ptr if chunks_needed(packet) else None
-            for c in chunks:
-                want = verify_chunk(want, c)  # raises off the hash chain
+        log = verified_log(store, fid)  # raises on an invalid entry or chunk
+        assert len(log) <= len(source), f"{fid.hex()[:8]}: entries nobody published"
+        for (packet, chunks), entry in zip(log, source, strict=False):
+            assert packet == entry.packet
+            assert chunks == list(entry.chunks[: len(chunks)])
 
 
 def check_sent(frames) -> None:
