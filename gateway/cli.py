@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import logging
 import os
@@ -12,8 +13,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import __version__
+from .cli_gateway import add_gateway_commands
 from .render import render_content
+from .runtime.control import ControlError
+from .runtime.control import request as control_request
 from .store import DiskStore, FeedStore, StoreError
+from .store.disk import StoreLockedError
 from .store.keys import KEY_FILE, load_key, load_or_create_key
 from .transports.dongle_proto import Cmd, RadioConfig
 from .transports.serial_dongle import DongleInfo, DongleLinkError, apply_settings, read_info
@@ -106,8 +111,18 @@ def cmd_publish(args: argparse.Namespace) -> int:
     key, created = load_or_create_key(root)
     if created:
         log.info("created a new identity %s", format_id(key.fid))
-    with DiskStore(root) as store:
-        entry = store.publish(key, content)
+    try:
+        with DiskStore(root) as store:
+            entry = store.publish(key, content)
+    except StoreLockedError:
+        # a gateway runs on this data directory: it publishes for us
+        try:
+            answer = control_request(root, {"cmd": "publish",
+                                            "content": base64.b64encode(content).decode()})
+        except ControlError as exc:
+            raise UserError(str(exc)) from None
+        print(answer["seq"])
+        return 0
     print(entry.seq)
     return 0
 
@@ -465,6 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--interval", type=float, default=1.0, help="poll interval, seconds")
 
     add_dongle_commands(sub)
+    add_gateway_commands(sub, UserError, data_dir)
     return p
 
 

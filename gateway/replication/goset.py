@@ -172,6 +172,12 @@ class GosetSync:
             self._pending = dict(ordered[: self.policy.pending_max])
 
     # --- the round timer -------------------------------------------------------------
+    def new_neighbour(self, now: float) -> None:
+        """A face opened (a peer connected): under Trickle, claim again soon rather than
+        at the end of a long quiet interval (RFC 6206 lets new neighbours reset it)."""
+        if self._interval_end is not None:
+            self._inconsistent(now)
+
     def _inconsistent(self, now: float) -> None:
         """Something differs between us and a neighbour: talk again soon (Trickle reset)."""
         if self._interval_end is None:

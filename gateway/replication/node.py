@@ -114,6 +114,7 @@ class Node:
         spread = self.policy.rtt_initial
         timer = RequestTimer(self.policy, now, lambda: self._rng.uniform(0.0, spread))
         self._faces[face.name] = _FaceState(face, timer, RequestBuilder(self.policy))
+        self.goset.new_neighbour(now)
 
     def remove_face(self, name: str) -> None:
         self._faces.pop(name, None)

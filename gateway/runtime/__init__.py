@@ -1,0 +1,1 @@
+"""The gateway runtime: the asyncio loop that drives the Node over real links."""

@@ -1,0 +1,297 @@
+"""The gateway runtime: the replication Node driven by the real clock over real links.
+
+:class:`Gateway` owns the data directory (store and identity), the Node, the links and
+their faces, the capture file and the control socket. It is the :class:`LinkHost` of
+every link: frames heard go to ``Node.receive``; after every event the loop asks the
+Node for frames to send and hands them to their faces, then sleeps until the Node's next
+deadline or the next frame, whichever comes first.
+
+Persistence: entries we author are durable before they leave (the store fsyncs them);
+replicated ones are checkpointed every ``flush_interval`` seconds and at shutdown. The
+GOSET is rebuilt from the feeds on disk at start-up, so a restarted gateway resumes where
+it stopped: the Node asks again for whatever is still missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..capture import CaptureWriter, records_for_rx, records_for_tx
+from ..replication.events import ChainComplete, FeedAdded, NewEntry
+from ..replication.faces import Face
+from ..replication.node import Node
+from ..store import DiskStore
+from ..store.keys import load_or_create_key
+from ..transports.base import Link, RadioMeta, SendFn
+from ..wire.ident import format_id
+from .config import GatewayConfig
+from .control import SOCKET_FILE, ControlServer
+from .diagnose import FaceWatch
+
+__all__ = ["Gateway"]
+
+log = logging.getLogger("tinyssb.gateway")
+
+
+class Gateway:
+    """One running gateway on ``data_dir``. Use :meth:`run` (or ``open``/``serve``/``close``)."""
+
+    def __init__(self, data_dir: Path, config: GatewayConfig, links: list[Link], *,
+                 clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time) -> None:
+        self.data_dir = data_dir
+        self.config = config
+        self.links = links
+        self._clock = clock
+        self._wall_offset = wall() - clock()
+        self.store: DiskStore | None = None
+        self.node: Node | None = None
+        self._sends: dict[str, SendFn] = {}
+        self._faces: dict[str, Face] = {}
+        self._started: list[Link] = []
+        self._wake = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._capture: CaptureWriter | None = None
+        self._control: ControlServer | None = None
+        self.watch = FaceWatch()
+        self._since: Counter[str] = Counter()  # activity since the last status line
+        self._dirty = False
+        self.started_at = 0.0
+
+    # --- clock --------------------------------------------------------------------------
+    def now(self) -> float:
+        return self._clock()
+
+    def unix(self, now: float) -> float:
+        return now + self._wall_offset
+
+    # --- lifecycle ------------------------------------------------------------------------
+    async def open(self) -> None:
+        """Take the data directory and start every link; LinkError/StoreError on failure."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.store = DiskStore(self.data_dir)
+        try:
+            self.key, created = load_or_create_key(self.data_dir)
+            if created:
+                log.info("created a new identity %s", format_id(self.key.fid))
+            now = self.now()
+            self.started_at = now
+            self.node = Node(self.store, policy=self.config.policy, rng=random.Random(),
+                             name=self.config.name, now=now)
+            self.node.follow(self.key.fid, now)
+            if self.config.capture is not None:
+                self._capture = CaptureWriter(self.config.capture, self.config.name,
+                                              t0=self.unix(now), fid=self.key.fid)
+            self._control = ControlServer(self.data_dir / SOCKET_FILE, self._on_control)
+            await self._control.start()
+            for link in self.links:
+                await link.start(self)
+                self._started.append(link)
+        except BaseException:
+            await self.close()
+            raise
+        log.info("gateway %s up: %s, %d feeds, policy %s, links: %s", self.config.name,
+                 format_id(self.key.fid), len(self.store), self.config.policy.name,
+                 ", ".join(f"{link.kind} {link.name}" for link in self.links) or "none")
+
+    async def close(self) -> None:
+        """Stop the links, checkpoint the store, finish the capture. Safe to call twice."""
+        for link in reversed(self._started):
+            try:
+                await link.close()
+            except Exception as exc:  # closing one link must not keep the others open
+                log.warning("closing %s %s: %s", link.kind, link.name, exc)
+        self._started.clear()
+        if self._control is not None:
+            await self._control.close()
+            self._control = None
+        if self._capture is not None:
+            self._capture.close()
+            log.info("capture written to %s (%d records)", self._capture.path,
+                     self._capture.count)
+            self._capture = None
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+
+    async def run(self) -> None:
+        """open, serve until :meth:`stop` (SIGINT/SIGTERM in the CLI), close."""
+        await self.open()
+        try:
+            await self.serve()
+        finally:
+            await self.close()
+
+    async def serve(self) -> None:
+        assert self.node is not None and self.store is not None
+        cfg = self.config
+        now = self.now()
+        next_status = now + cfg.status_interval if cfg.status_interval else float("inf")
+        next_flush = now + cfg.flush_interval
+        while not self._stop.is_set():
+            now = self.now()
+            self._pump(now)
+            if now >= next_flush:
+                self._flush()
+                next_flush = now + cfg.flush_interval
+            if now >= next_status:
+                self._status_line(now)
+                next_status = now + cfg.status_interval
+            deadline = min(next_flush, next_status)
+            node_deadline = self.node.next_deadline()
+            if node_deadline is not None:
+                deadline = min(deadline, node_deadline)
+            timeout = max(0.0, deadline - self.now())
+            self._wake.clear()
+            if timeout > 0:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(timeout):
+                        await self._wake.wait()
+            else:
+                await asyncio.sleep(0)  # let the links run between busy rounds
+
+    # --- the pump ---------------------------------------------------------------------------
+    def _pump(self, now: float) -> None:
+        assert self.node is not None
+        for out in self.node.frames_to_send(now):
+            send = self._sends.get(out.face)
+            if send is None:
+                continue
+            if send(out.frame):
+                self.watch.sent(out.face)
+                self._since["tx"] += 1
+                if self._capture is not None:
+                    self._capture.write(records_for_tx(self.unix(now), self.config.name, out))
+        for event in self.node.drain_events():
+            self._on_event(event)
+
+    def _on_event(self, event: FeedAdded | NewEntry | ChainComplete) -> None:
+        if isinstance(event, FeedAdded):
+            log.info("new feed %s", format_id(event.fid))
+            self._since["feeds"] += 1
+        elif isinstance(event, NewEntry):
+            self._since["entries"] += 1
+            log.debug("entry %s #%d%s", format_id(event.fid), event.seq,
+                      f" ({event.n_chunks} chunks to come)" if event.n_chunks else "")
+        else:
+            self._since["chains"] += 1
+
+    # --- LinkHost -------------------------------------------------------------------------
+    def face_up(self, face: Face, send: SendFn) -> None:
+        assert self.node is not None
+        now = self.now()
+        if face.name in self._faces:
+            self.node.remove_face(face.name)
+        self.node.add_face(face, now)
+        self._faces[face.name] = face
+        self._sends[face.name] = send
+        self.watch.opened(face.name, now)
+        radio = f", LoRa SF{face.lora.sf} {face.lora.bandwidth_hz / 1000:g} kHz" if face.lora else ""
+        log.info("face %s up (%s%s)", face.name, face.kind.value, radio)
+        self._wake.set()
+
+    def face_down(self, name: str, reason: str) -> None:
+        if self._faces.pop(name, None) is None:
+            return
+        self._sends.pop(name, None)
+        if self.node is not None:
+            self.node.remove_face(name)
+        self.watch.closed(name)
+        log.info("face %s down: %s", name, reason)
+
+    def frame_in(self, face: str, frame: bytes, meta: RadioMeta | None = None) -> None:
+        node = self.node
+        if node is None or face not in self._faces:
+            return
+        now = self.now()
+        report = node.receive(now, face, frame)
+        self._since["rx"] += 1
+        if report.stored:
+            self._dirty = True
+        self.watch.received(face, frame, self._faces[face].crc, report, now)
+        if self._capture is not None:
+            rssi = meta.rssi if meta is not None else None
+            snr = meta.snr if meta is not None else None
+            self._capture.write_all(records_for_rx(self.unix(now), self.config.name, face,
+                                                   frame, report, rssi=rssi, snr=snr))
+        self._wake.set()
+
+    # --- persistence and reporting --------------------------------------------------------
+    def _flush(self) -> None:
+        if self._capture is not None:
+            self._capture.flush()
+        if self._dirty and self.store is not None:
+            self.store.flush()
+            self._dirty = False
+
+    def _status_line(self, now: float) -> None:
+        assert self.node is not None and self.store is not None
+        s = self._since
+        entries = sum(r.max_seq for r in self.store.replicas())
+        faces = ", ".join(self._faces) or "no faces"
+        log.info("status: %d feeds, %d entries; +%d entries, +%d feeds; rx %d tx %d; faces: %s",
+                 len(self.store), entries, s["entries"], s["feeds"], s["rx"], s["tx"], faces)
+        self._since.clear()
+        for warn, text in self.watch.findings(now, len(self.node.goset), self.node.goset.state,
+                                              3 * self.config.status_interval):
+            (log.warning if warn else log.info)(text)
+
+    def status(self) -> dict[str, Any]:
+        """What ``tinyssb status`` shows."""
+        assert self.node is not None and self.store is not None
+        node = self.node
+        counts = self.watch.counts()
+        return {
+            "name": self.config.name,
+            "id": format_id(self.key.fid),
+            "uptime": round(self.now() - self.started_at, 1),
+            "policy": self.config.policy.name,
+            "feeds": len(self.store),
+            "entries": sum(r.max_seq for r in self.store.replicas()),
+            "goset": {"keys": len(node.goset), "state": node.goset.state.hex()[:16]},
+            "faces": [{"name": name, "kind": face.kind.value,
+                       "link": self._face_link_name(name),
+                       "queue": node.queue_length(name), **counts.get(name, {})}
+                      for name, face in self._faces.items()],
+            "links": [{"kind": link.kind, "name": link.name, **link.describe()}
+                      for link in self._started],
+            "node": {"rx": node.stats.rx, "tx": node.stats.tx,
+                     "entries_stored": node.stats.entries_stored,
+                     "chunks_stored": node.stats.chunks_stored,
+                     "drops": dict(node.stats.drops),
+                     "airtime": round(node.stats.airtime, 3)},
+            "capture": str(self.config.capture) if self.config.capture else None,
+        }
+
+    def _face_link_name(self, face: str) -> str | None:
+        for link in self._started:
+            if face in link.describe().get("peers", []):
+                return f"{link.kind} {link.name}"
+        return None
+
+    # --- control --------------------------------------------------------------------------
+    def _on_control(self, req: dict[str, Any]) -> dict[str, Any]:
+        cmd = req.get("cmd")
+        if cmd == "status":
+            return {"ok": True, **self.status()}
+        if cmd == "publish":
+            assert self.node is not None
+            content = base64.b64decode(str(req["content"]), validate=True)
+            entry = self.node.publish(self.key, content, self.now())
+            log.info("published #%d (%d B) on request", entry.seq, len(content))
+            self._wake.set()
+            return {"ok": True, "seq": entry.seq, "id": format_id(self.key.fid)}
+        raise ValueError(f"unknown request {cmd!r}; known: status, publish")

@@ -1,0 +1,35 @@
+"""The links a :class:`GatewayConfig` asks for, built (not started) in a fixed order."""
+
+from __future__ import annotations
+
+from ..transports.base import Link
+from .config import GatewayConfig
+
+__all__ = ["build_links"]
+
+
+def build_links(cfg: GatewayConfig) -> list[Link]:
+    """Servers first, then the multicast group, the dongle, BLE, and outgoing peers last,
+    so a peer that connects at once finds every face of ours ready."""
+    links: list[Link] = []
+    if cfg.ws_listen or cfg.ws_connect:
+        from ..transports.websocket import WebSocketClient, WebSocketServer
+
+        links.extend(WebSocketServer(port, host) for host, port in cfg.ws_listen)
+    if cfg.udp is not None:
+        from ..transports.udp import UdpMulticast
+
+        u = cfg.udp
+        links.append(UdpMulticast(u.group, u.port, interface=u.interface, loopback=u.loopback))
+    if cfg.serial is not None:
+        from ..transports.dongle_face import SerialDongle
+
+        s = cfg.serial
+        links.append(SerialDongle(s.port, s.profile, duty_cycle=s.duty_cycle, board=s.board))
+    if cfg.ble is not None:
+        from ..transports.ble import BleCentral
+
+        links.append(BleCentral(cfg.ble.address, max_peers=cfg.ble.max_peers))
+    if cfg.ws_connect:
+        links.extend(WebSocketClient(url) for url in cfg.ws_connect)
+    return links
