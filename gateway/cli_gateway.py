@@ -177,7 +177,8 @@ def add_gateway_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     sp.add_argument("--ble", nargs="?", const="", metavar="ADDR",
                     help="BLE central: connect to ADDR, or scan for tinySSB peripherals")
     sp.add_argument("--capture", metavar="FILE", help="record every frame and entry to FILE")
-    sp.add_argument("--policy", metavar="NAME", help="replication policy: default or reference")
+    sp.add_argument("--policy", metavar="NAME", help="replication policy: default (radio), ip "
+                    "or reference (default: ip unless a dongle or BLE is used)")
     sp.add_argument("--name", help="node name in logs and captures (default: gateway)")
     sp.add_argument("--status-interval", type=float, metavar="S",
                     help="seconds between status lines (0: none; default 10)")

@@ -14,6 +14,7 @@ before new requests, and lets a newer request replace an older one of the same k
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
@@ -153,52 +154,62 @@ class SendQueue:
     items: list[Queued] = field(default_factory=list)
     dropped: int = 0
     superseded: int = 0
+    _packets: set[bytes] = field(default_factory=set)
 
     def __len__(self) -> int:
         return len(self.items)
 
     def __contains__(self, packet: bytes) -> bool:
-        return any(q.packet == packet for q in self.items)
+        return packet in self._packets
 
     def put(self, item: Queued) -> bool:
         """Queue ``item``; False if it was a duplicate or found no room."""
-        if item.packet in self:
+        if item.packet in self._packets:
             return False
         if item.supersede is not None:
             for i, q in enumerate(self.items):
                 if q.supersede == item.supersede:
-                    self.items[i] = item
+                    self._packets.discard(q.packet)
+                    del self.items[i]
                     self.superseded += 1
-                    self._sort()
+                    self._insert(item)
                     return True
         if len(self.items) >= self.capacity:
             worst = max(range(len(self.items)), key=lambda i: (self.items[i].priority, i))
             if self.items[worst].priority <= item.priority:
                 self.dropped += 1
                 return False
-            del self.items[worst]  # a request makes room for an answer
+            self._packets.discard(self.items.pop(worst).packet)  # a request makes room
             self.dropped += 1
-        self.items.append(item)
-        self._sort()
+        self._insert(item)
         return True
 
-    def _sort(self) -> None:
-        self.items.sort(key=lambda q: q.priority)  # stable: FIFO within a priority
+    def _insert(self, item: Queued) -> None:
+        """After every queued item of the same or a more urgent priority (FIFO within)."""
+        at = bisect_right(self.items, item.priority, key=lambda q: q.priority)
+        self.items.insert(at, item)
+        self._packets.add(item.packet)
 
     def peek(self) -> Queued | None:
         return self.items[0] if self.items else None
 
     def pop(self) -> Queued:
-        return self.items.pop(0)
+        item = self.items.pop(0)
+        self._packets.discard(item.packet)
+        return item
 
     def discard_kinds(self, kinds: set[FrameKind]) -> None:
         """Remove every queued packet of these kinds."""
         self.items[:] = [q for q in self.items if q.kind not in kinds]
+        self._packets = {q.packet for q in self.items}
 
     def discard(self, packet: bytes) -> bool:
         """Remove ``packet`` if queued (a neighbour already sent it)."""
+        if packet not in self._packets:
+            return False
         for i, q in enumerate(self.items):
             if q.packet == packet:
                 del self.items[i]
+                self._packets.discard(packet)
                 return True
         return False

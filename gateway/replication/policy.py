@@ -111,7 +111,26 @@ DEFAULT = Policy(
     suppress_overheard=True,
 )
 
-PRESETS: dict[str, Policy] = {p.name: p for p in (REFERENCE, DEFAULT)}
+# For links with no airtime to save (WebSocket, UDP on a LAN): the same protocol with
+# short GOSET rounds, larger help/ask budgets and many packets per request, paced by the
+# round trip rather than by a radio's duty cycle.
+IP = replace(
+    DEFAULT,
+    name="ip",
+    goset_interval_min=0.5,
+    goset_interval_max=30.0,
+    help_budget=16,
+    ask_budget=4,
+    pending_max=32,
+    credit=100,
+    chnk_per_feed=20,
+    rtt_initial=0.25,
+    rtt_max=5.0,
+    rtt_min=0.005,
+    suppress_overheard=False,
+)
+
+PRESETS: dict[str, Policy] = {p.name: p for p in (REFERENCE, DEFAULT, IP)}
 
 
 def preset(name: str) -> Policy:

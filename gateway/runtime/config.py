@@ -39,7 +39,8 @@ flush_interval = 5.0      # seconds between store checkpoints
 capture = ""              # write a capture file here ("" = none)
 
 [policy]                  # replication policy: a preset plus any fields to change
-preset = "default"        # "default" or "reference"
+# preset = "default"      # "default" (radio), "ip" or "reference"; unset: "default"
+                          # with a dongle or BLE, "ip" for IP links only
 
 [websocket]
 listen = []               # ports (or "host:port") to accept WebSocket peers on, e.g. [8080]
@@ -113,11 +114,18 @@ class GatewayConfig:
     def has_faces(self) -> bool:
         return bool(self.ws_listen or self.ws_connect or self.udp or self.serial or self.ble)
 
+    def auto_preset(self) -> str:
+        """Without a preset named: ``default`` (tuned for radio airtime) when a LoRa dongle
+        or BLE is configured, ``ip`` (short rounds, large requests) otherwise."""
+        return "default" if self.serial is not None or self.ble is not None else "ip"
+
     def set_policy(self, name: str | None) -> None:
         """Apply ``--policy NAME`` over the file's ``[policy]`` table."""
         table = dict(self.policy_table)
         if name is not None:
             table["preset"] = name
+        elif "preset" not in table:
+            table["preset"] = self.auto_preset()
         try:
             self.policy = policy_from_mapping(table)
         except ValueError as exc:

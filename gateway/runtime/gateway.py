@@ -261,6 +261,7 @@ class Gateway:
             "policy": self.config.policy.name,
             "feeds": len(self.store),
             "entries": sum(r.max_seq for r in self.store.replicas()),
+            "missing_chunks": sum(r.missing_chunks() for r in self.store.replicas()),
             "goset": {"keys": len(node.goset), "state": node.goset.state.hex()[:16]},
             "faces": [{"name": name, "kind": face.kind.value,
                        "link": self._face_link_name(name),
@@ -269,6 +270,8 @@ class Gateway:
             "links": [{"kind": link.kind, "name": link.name, **link.describe()}
                       for link in self._started],
             "node": {"rx": node.stats.rx, "tx": node.stats.tx,
+                     "rx_kinds": dict(node.stats.rx_kinds),
+                     "tx_kinds": dict(node.stats.tx_kinds),
                      "entries_stored": node.stats.entries_stored,
                      "chunks_stored": node.stats.chunks_stored,
                      "drops": dict(node.stats.drops),

@@ -304,7 +304,13 @@ class DiskStore(FeedStore):
                 if len(fid) != 32 or not (feeds_dir / name).is_dir():
                     log.warning("ignoring %s: not a feed directory", feeds_dir / name)
                     continue
-                self._open_feed(fid)
+                try:
+                    self._open_feed(fid)
+                except FileNotFoundError:
+                    if not readonly:
+                        raise
+                    # a writer is creating this feed right now: it holds nothing yet
+                    log.debug("skipping %s: being created", feeds_dir / name)
         except PermissionError as exc:
             self.close()
             raise StoreError(f"cannot use data directory {self.root}: {exc.strerror} "

@@ -1,0 +1,125 @@
+"""The gateway's config file and flags: what a person writes, what they get told."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gateway.cli import main
+from gateway.runtime.config import EXAMPLE, ConfigError, load_config
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "gateway.toml"
+    path.write_text(text)
+    return path
+
+
+def test_the_example_file_parses_to_the_defaults(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, EXAMPLE), required=True)
+    assert cfg.name == "gateway" and cfg.policy.name == "default"
+    assert not cfg.has_faces()
+
+
+def test_a_full_file(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, """
+name = "roof"
+status_interval = 2
+capture = "~/cap.cbor"
+[policy]
+preset = "reference"
+credit = 4
+[websocket]
+listen = [8080, "127.0.0.1:9000"]
+connect = ["ws://peer.example:8989"]
+[udp]
+interface = "127.0.0.1"
+loopback = true
+[serial]
+port = "/dev/ttyACM0"
+profile = "EU868.a"
+duty_cycle = 0.1
+[ble]
+address = "AA:BB:CC:DD:EE:FF"
+"""), required=True)
+    assert cfg.name == "roof" and cfg.status_interval == 2
+    assert cfg.capture is not None and cfg.capture.name == "cap.cbor"
+    assert cfg.policy.name == "reference+custom" and cfg.policy.credit == 4
+    assert cfg.ws_listen == [("0.0.0.0", 8080), ("127.0.0.1", 9000)]
+    assert cfg.ws_connect == ["ws://peer.example:8989"]
+    assert cfg.udp is not None and cfg.udp.interface == "127.0.0.1" and cfg.udp.loopback
+    assert cfg.serial is not None and cfg.serial.params.bandwidth_hz == 125_000
+    assert cfg.serial.duty_cycle == 0.1
+    assert cfg.ble is not None and cfg.ble.address == "AA:BB:CC:DD:EE:FF"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('name = "x"\nlisten = 5\n', "gateway.toml:2: listen: unknown key"),
+    ('[websocket]\n\nlistn = [1]\n', "gateway.toml:3: websocket.listn: unknown key 'listn'"),
+    ('[udp]\nport = 70000\n', "gateway.toml:2: udp.port: a port is 1..65535"),
+    ('[udp]\nloopback = "yes"\n', "gateway.toml:2: udp.loopback: expected bool"),
+    ('[serial]\nport = "/dev/x"\nprofile = "EU999"\n',
+     "gateway.toml:3: serial.profile: unknown radio profile 'EU999'"),
+    ('[websocket]\nconnect = ["http://x:1"]\n', "gateway.toml:2: websocket.connect: not a "
+     "WebSocket URL"),
+    ('status_interval = true\n', "gateway.toml:1: status_interval: expected a number"),
+    ('[policy]\npreset = "fast"\n', "gateway.toml:2: [policy]: unknown policy 'fast'"),
+    ('[policy]\ncredits = 3\n', "gateway.toml:2: [policy]: unknown policy setting 'credits'"),
+    ('udp = 1\n', "gateway.toml:1: udp: must be a table"),
+    ('name = \n', "gateway.toml: not valid TOML"),
+])
+def test_mistakes_name_the_line_and_the_key(tmp_path: Path, text: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config(write(tmp_path, text), required=True)
+    assert expected in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_a_missing_named_file_is_an_error_but_a_missing_default_is_not(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "nope.toml", required=True)
+    assert not load_config(tmp_path / "nope.toml", required=False).has_faces()
+
+
+def run_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    rc = main(["--data", str(tmp_path / "data"), *argv])
+    return rc, capsys.readouterr().err
+
+
+def test_run_with_a_malformed_config_exits_2_with_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = write(tmp_path, "[websocket]\nlisten = [0, 99999]\n")
+    rc, err = run_cli(tmp_path, capsys, "run", "--config", str(cfg))
+    assert rc == 2
+    assert err.count("\n") == 1 and "gateway.toml:2: websocket.listen" in err
+
+
+@pytest.mark.parametrize("argv, expected", [
+    ((), "no links to run"),
+    (("--connect", "localhost:80"), "not a WebSocket URL"),
+    (("--profile", "EU868.b"), "--profile needs a dongle"),
+    (("--serial", "/dev/x", "--profile", "XX"), "unknown radio profile 'XX'"),
+    (("--udp", "--policy", "fastest"), "unknown policy 'fastest'"),
+    (("--config", "/nonexistent/g.toml"), "config file /nonexistent/g.toml not found"),
+    (("--serial", "/dev/tinyssb-no-such-port"), "cannot open dongle port "
+     "/dev/tinyssb-no-such-port: No such file or directory"),
+])
+def test_run_refuses_bad_flags_with_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: tuple[str, ...],
+        expected: str) -> None:
+    rc, err = run_cli(tmp_path, capsys, "run", *argv)
+    assert rc == 2
+    lines = [line for line in err.splitlines() if line.startswith("tinyssb: error:")]
+    assert len(lines) == 1 and expected in lines[0], err
+
+
+def test_status_without_a_gateway_says_how_to_start_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, err = run_cli(tmp_path, capsys, "status")
+    assert rc == 2 and "no gateway is running" in err and "tinyssb run" in err
+
+
+def test_example_config_is_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--data", str(tmp_path), "run", "--example-config"]) == 0
+    assert capsys.readouterr().out == EXAMPLE
