@@ -126,7 +126,7 @@ def _print_status(st: dict[str, Any]) -> None:
     print(f"  links ({len(st['links'])}):")
     for link in st["links"]:
         peers = ", ".join(link.get("peers", [])) or "no peers"
-        print(f"    {link['kind']} {link['name']}: {link.get('state', '?')}, {peers}")
+        print(f"    {link['name']}: {link.get('state', '?')}, {peers}")
     if st.get("capture"):
         print(f"  capture: {st['capture']}")
 

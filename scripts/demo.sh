@@ -40,7 +40,8 @@ say "waiting until bob holds alice's feed completely"
 for i in $(seq 300); do
     if tinyssb --data "$B" feeds --json 2>/dev/null | python3 -c '
 import json, sys
-feeds = {f["id"]: f for f in json.load(sys.stdin)}
+text = sys.stdin.read()
+feeds = {f["id"]: f for f in json.loads(text)} if text.strip() else {}
 f = feeds.get(sys.argv[1])
 sys.exit(0 if f and f["length"] == 3 and f["missing_chunks"] == 0 else 1)' "$ALICE"; then
         echo "complete after $((i / 10)).$((i % 10)) s"

@@ -101,7 +101,7 @@ class Gateway:
             raise
         log.info("gateway %s up: %s, %d feeds, policy %s, links: %s", self.config.name,
                  format_id(self.key.fid), len(self.store), self.config.policy.name,
-                 ", ".join(f"{link.kind} {link.name}" for link in self.links) or "none")
+                 ", ".join(link.name for link in self.links) or "none")
 
     async def close(self) -> None:
         """Stop the links, checkpoint the store, finish the capture. Safe to call twice."""
@@ -109,7 +109,7 @@ class Gateway:
             try:
                 await link.close()
             except Exception as exc:  # closing one link must not keep the others open
-                log.warning("closing %s %s: %s", link.kind, link.name, exc)
+                log.warning("closing %s: %s", link.name, exc)
         self._started.clear()
         if self._control is not None:
             await self._control.close()
@@ -180,7 +180,8 @@ class Gateway:
 
     def _on_event(self, event: FeedAdded | NewEntry | ChainComplete) -> None:
         if isinstance(event, FeedAdded):
-            log.info("new feed %s", format_id(event.fid))
+            if event.fid != self.key.fid:
+                log.info("new feed %s", format_id(event.fid))
             self._since["feeds"] += 1
         elif isinstance(event, NewEntry):
             self._since["entries"] += 1
@@ -282,7 +283,7 @@ class Gateway:
     def _face_link_name(self, face: str) -> str | None:
         for link in self._started:
             if face in link.describe().get("peers", []):
-                return f"{link.kind} {link.name}"
+                return link.name
         return None
 
     # --- control --------------------------------------------------------------------------
