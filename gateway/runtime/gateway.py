@@ -87,7 +87,8 @@ class Gateway:
             self.started_at = now
             self.node = Node(self.store, policy=self.config.policy, rng=random.Random(),
                              name=self.config.name, now=now)
-            self.node.follow(self.key.fid, now)
+            # our own feed joins the GOSET with its first entry (Node.publish), not before:
+            # an empty key would only take one of the 100 places every implementation has
             if self.config.capture is not None:
                 self._capture = CaptureWriter(self.config.capture, self.config.name,
                                               t0=self.unix(now), fid=self.key.fid)

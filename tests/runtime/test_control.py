@@ -36,7 +36,7 @@ def test_status_and_publish_reach_the_running_gateway(
             return st, rc_pub, rc_status, out
 
     st, rc_pub, rc_status, out = run(scenario)
-    assert st["name"] == "attic" and st["feeds"] == 1 and st["entries"] == 0
+    assert st["name"] == "attic" and st["feeds"] == 0 and st["entries"] == 0
     assert st["faces"] == [] and st["policy"] == "default"
     assert rc_pub == 0 and rc_status == 0
     assert out.splitlines()[0] == "1"  # the seq `tinyssb publish` printed
