@@ -206,7 +206,7 @@ class _Reader:
 def parse_listen(item: object) -> tuple[str, int]:
     """``8080``, ``"8080"`` or ``"host:port"`` → (host, port); ValueError otherwise."""
     if isinstance(item, bool):
-        raise ValueError(f"not a port: {item!r}")
+        raise ValueError(f"not a port: {item!r}")  # noqa: TRY004 - shown as a config error
     host, port_text = "0.0.0.0", str(item)
     if isinstance(item, str) and ":" in item:
         host, _, port_text = item.rpartition(":")

@@ -58,7 +58,7 @@ class ControlServer:
                 try:
                     req = json.loads(line)
                     if not isinstance(req, dict):
-                        raise ValueError("a request is a JSON object")
+                        raise TypeError("a request is a JSON object")
                     answer = self._handler(req)
                 except (ValueError, KeyError, TypeError) as exc:
                     answer = {"ok": False, "error": str(exc)}

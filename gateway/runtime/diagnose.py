@@ -106,16 +106,16 @@ class FaceWatch:
             view.warned_differs = False
         else:
             if view.in_sync is not False:
-                out.append((False, f"face {name}: GOSET differs: the peer claims {cnt} "
-                                   f"feeds, we hold {keys}; exchanging keys"))
+                out.append((False, (f"face {name}: GOSET differs: the peer claims {cnt} "
+                                   f"feeds, we hold {keys}; exchanging keys")))
                 view.differs_since = now
             elif (view.differs_since is not None and not view.warned_differs
                   and now - view.differs_since >= warn_after):
                 view.warned_differs = True
-                out.append((True, f"face {name}: GOSET still differs after "
+                out.append((True, (f"face {name}: GOSET still differs after "
                                   f"{now - view.differs_since:.0f} s (peer {cnt} feeds, us "
                                   f"{keys}); a replication policy with an allow list on "
-                                  "either side, or the 100-feed cap, keeps sets apart"))
+                                  "either side, or the 100-feed cap, keeps sets apart")))
         view.in_sync = same
         return out
 

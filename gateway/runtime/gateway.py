@@ -109,7 +109,7 @@ class Gateway:
         for link in reversed(self._started):
             try:
                 await link.close()
-            except Exception as exc:  # closing one link must not keep the others open
+            except Exception as exc:  # noqa: BLE001 - one failing link must not keep the others open
                 log.warning("closing %s: %s", link.name, exc)
         self._started.clear()
         if self._control is not None:

@@ -153,7 +153,7 @@ class Outbox:
                 await self._write(frame)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # the link broke: let the link decide what next
+            except Exception as exc:  # noqa: BLE001 - the link broke: it decides what next
                 self._task = None
                 if self._on_error is not None:
                     self._on_error(exc)

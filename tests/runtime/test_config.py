@@ -62,8 +62,8 @@ address = "AA:BB:CC:DD:EE:FF"
     ('[udp]\nloopback = "yes"\n', "gateway.toml:2: udp.loopback: expected bool"),
     ('[serial]\nport = "/dev/x"\nprofile = "EU999"\n',
      "gateway.toml:3: serial.profile: unknown radio profile 'EU999'"),
-    ('[websocket]\nconnect = ["http://x:1"]\n', "gateway.toml:2: websocket.connect: not a "
-     "WebSocket URL"),
+    ('[websocket]\nconnect = ["http://x:1"]\n', ("gateway.toml:2: websocket.connect: not a "
+     "WebSocket URL")),
     ('status_interval = true\n', "gateway.toml:1: status_interval: expected a number"),
     ('[policy]\npreset = "fast"\n', "gateway.toml:2: [policy]: unknown policy 'fast'"),
     ('[policy]\ncredits = 3\n', "gateway.toml:2: [policy]: unknown policy setting 'credits'"),
@@ -103,8 +103,8 @@ def test_run_with_a_malformed_config_exits_2_with_one_line(
     (("--serial", "/dev/x", "--profile", "XX"), "unknown radio profile 'XX'"),
     (("--udp", "--policy", "fastest"), "unknown policy 'fastest'"),
     (("--config", "/nonexistent/g.toml"), "config file /nonexistent/g.toml not found"),
-    (("--serial", "/dev/tinyssb-no-such-port"), "cannot open dongle port "
-     "/dev/tinyssb-no-such-port: No such file or directory"),
+    (("--serial", "/dev/tinyssb-no-such-port"), ("cannot open dongle port "
+     "/dev/tinyssb-no-such-port: No such file or directory")),
 ])
 def test_run_refuses_bad_flags_with_one_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: tuple[str, ...],

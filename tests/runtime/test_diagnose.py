@@ -25,8 +25,8 @@ def test_differing_sets_are_reported_then_warned_about_then_cleared() -> None:
     state = xor_keys(OURS)
     hear(watch, THEIRS, 1.0)
     assert watch.findings(10.0, len(OURS), state, 30.0) == [
-        (False, "face udp: GOSET differs: the peer claims 12 feeds, we hold 10; "
-                "exchanging keys")]
+        (False, ("face udp: GOSET differs: the peer claims 12 feeds, we hold 10; "
+                "exchanging keys"))]
     hear(watch, THEIRS, 20.0)
     assert watch.findings(20.0, len(OURS), state, 30.0) == []  # said already
     hear(watch, THEIRS, 40.0)
