@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
@@ -35,9 +36,21 @@ __all__ = [
     "Outbox",
     "RadioMeta",
     "SendFn",
+    "os_reason",
 ]
 
 log = logging.getLogger(__name__)
+
+
+def os_reason(exc: BaseException) -> str:
+    """A short lower-case reason for a socket error ("connection refused")."""
+    if isinstance(exc, OSError):
+        if exc.errno is not None and exc.errno > 0:
+            text = os.strerror(exc.errno)
+        else:  # resolver errors: negative errno, the message is in strerror
+            text = exc.strerror or str(exc)
+        return text[:1].lower() + text[1:]
+    return str(exc) or type(exc).__name__
 
 
 class LinkError(Exception):

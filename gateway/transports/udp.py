@@ -37,14 +37,13 @@ import errno
 import functools
 import ipaddress
 import logging
-import os
 import socket
 import struct
 from dataclasses import dataclass
 from typing import Any
 
 from ..replication.faces import Face, FaceKind
-from .base import Backoff, Link, LinkCounters, LinkError, LinkHost
+from .base import Backoff, Link, LinkCounters, LinkError, LinkHost, os_reason
 
 __all__ = ["MAX_DATAGRAM", "UdpCounters", "UdpMulticast"]
 
@@ -65,11 +64,6 @@ class UdpCounters(LinkCounters):
 
 class _SetupError(Exception):
     """Opening the sockets failed; the message is one line for a person."""
-
-
-def _reason(exc: OSError) -> str:
-    text = os.strerror(exc.errno) if exc.errno else (exc.strerror or str(exc))
-    return text[:1].lower() + text[1:]
 
 
 class _Endpoint(asyncio.DatagramProtocol):
@@ -225,7 +219,7 @@ class UdpMulticast(Link):
                           struct.pack("4s4s", group, iface))
         except OSError as exc:
             rx.close()
-            raise _SetupError(f"{step}: {_reason(exc)}") from None
+            raise _SetupError(f"{step}: {os_reason(exc)}") from None
         tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         step = f"cannot send to {self.address} from {self.interface}"
         try:
@@ -237,7 +231,7 @@ class UdpMulticast(Link):
         except OSError as exc:
             rx.close()
             tx.close()
-            raise _SetupError(f"{step}: {_reason(exc)}") from None
+            raise _SetupError(f"{step}: {os_reason(exc)}") from None
         return rx, tx
 
     async def _open(self) -> None:
@@ -257,7 +251,7 @@ class UdpMulticast(Link):
             rx.close()
             tx.close()
             if isinstance(exc, OSError):
-                raise _SetupError(f"cannot open {self.address}: {_reason(exc)}") from None
+                raise _SetupError(f"cannot open {self.address}: {os_reason(exc)}") from None
             raise
         self._rx, self._tx = opened
         own = self._tx.get_extra_info("sockname")
@@ -323,7 +317,7 @@ class UdpMulticast(Link):
             return
         self.counters.faults += 1
         code = exc.errno if isinstance(exc, OSError) else None
-        reason = _reason(exc) if isinstance(exc, OSError) else str(exc)
+        reason = os_reason(exc) if isinstance(exc, OSError) else str(exc)
         if code in _TRANSIENT:
             log.debug("%s: %s socket: %s (datagram lost)", self.name, role, reason)
             return

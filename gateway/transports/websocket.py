@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -47,7 +46,7 @@ from websockets.exceptions import (
 )
 
 from ..replication.faces import Face, FaceKind
-from .base import Backoff, Link, LinkError, LinkHost, Outbox
+from .base import Backoff, Link, LinkError, LinkHost, Outbox, os_reason
 
 __all__ = ["MAX_MESSAGE", "WebSocketClient", "WebSocketServer", "WsSettings",
            "client_face_name"]
@@ -76,17 +75,6 @@ class WsSettings:
         return {"compression": None, "max_size": self.max_size,
                 "ping_interval": self.ping_interval, "ping_timeout": self.ping_timeout,
                 "close_timeout": self.close_timeout}
-
-
-def os_reason(exc: BaseException) -> str:
-    """A short lower-case reason for a socket error ("connection refused")."""
-    if isinstance(exc, OSError):
-        if exc.errno is not None and exc.errno > 0:
-            text = os.strerror(exc.errno)
-        else:  # resolver errors: negative errno, the message is in strerror
-            text = exc.strerror or str(exc)
-        return text[:1].lower() + text[1:]
-    return str(exc) or type(exc).__name__
 
 
 def _bracket(host: str) -> str:
