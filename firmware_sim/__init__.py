@@ -1,2 +1,8 @@
-"""Simulation side of the project: the simulated LoRa dongle (``firmware_sim.dongle``)
-and, later, the mesh simulator (see README.md)."""
+"""Simulation side of the project: the mesh simulator and the simulated LoRa dongle.
+
+``engine.Simulation`` runs real ``gateway.replication.Node`` objects over a modelled
+LoRa channel (``channel``, ``phy``), BLE and IP links (``links``) in virtual time;
+``scenario`` reads TOML scenarios, ``runner`` builds and runs them, ``summary`` reads the
+resulting captures, ``realtime`` bridges a simulated dongle (``dongle``) into the mesh
+and ``cli`` adds ``tinyssb sim``. See docs/simulator.md.
+"""

@@ -481,6 +481,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_dongle_commands(sub)
     add_gateway_commands(sub, UserError, data_dir)
+    from firmware_sim.cli import add_sim_commands  # the simulator rides on the same command
+
+    add_sim_commands(sub)
     return p
 
 

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Simulator speed on city-100, and the two policy presets compared on smaller meshes.
+
+Usage: ``python3 bench/bench_sim.py [--hours H] [--no-capture] [--profile-hours H]``.
+
+1. ``city-100`` (100 LoRa nodes, each publishing once an hour) for 24 virtual hours with
+   the default policy, capture written to a temporary file: wall time, scheduler events
+   per second, frames resolved at receivers per second, capture records and size.
+2. cProfile of one virtual hour of the same run (the second, past the start-up), top
+   entries by own time.
+3. ``line-5`` and ``grid-25`` under ``--policy reference`` and ``--policy default``:
+   convergence time (from the capture) and total airtime.
+
+Target for (1): at most 60 s on a 2-core machine. A benchmark, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from firmware_sim.runner import CaptureSinks, build, capture_meta, run_scenario
+from firmware_sim.scenario import load_scenario
+
+
+def city(hours: float, capture: bool) -> None:
+    scenario = load_scenario("city-100").with_(duration=hours * 3600)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "city-100.cbor" if capture else None
+        sinks = CaptureSinks(capture_meta(scenario, scenario.seed, "default"), out)
+        sim = build(scenario, capture=sinks.sink)
+        wall = time.perf_counter()
+        sim.run(scenario.duration)
+        summary = sinks.close()
+        wall = time.perf_counter() - wall
+        size = out.stat().st_size if out is not None else 0
+    st = sim.stats
+    outcomes = st.receptions + sum(st.drops.values())
+    records = (sinks.writer.count - 1) if sinks.writer is not None else 0
+    c = summary.convergence
+    print(f"city-100, {hours:g} virtual h, policy default, capture "
+          f"{'on' if capture else 'off'}: wall {wall:.1f} s (target <= 60 s)")
+    print(f"  {st.events} scheduler events = {st.events / wall:,.0f} events/s; "
+          f"{st.transmissions} transmissions = {st.transmissions / wall:,.0f}/s; "
+          f"{outcomes} frame outcomes at receivers = {outcomes / wall:,.0f}/s")
+    if capture:
+        print(f"  capture: {records} records, {size / 1e6:.0f} MB")
+    drops = ", ".join(f"{k} {v}" for k, v in st.drops.most_common())
+    print(f"  decoded {st.receptions}; lost: {drops}")
+    print(f"  convergence: {'yes at ' + format(c.time, '.0f') + ' s' if c.converged else 'no'}"
+          f"; {c.share:.1%} of (node, entry) pairs complete; "
+          f"airtime {sum(summary.tx_airtime.values()):.0f} s", flush=True)
+
+
+def profile(hours: float) -> None:
+    scenario = load_scenario("city-100").with_(duration=(1 + hours) * 3600)
+    with tempfile.TemporaryDirectory() as tmp:
+        sinks = CaptureSinks(capture_meta(scenario, scenario.seed, "default"),
+                             Path(tmp) / "p.cbor")
+        sim = build(scenario, capture=sinks.sink)
+        sim.run(3600.0)
+        prof = cProfile.Profile()
+        prof.enable()
+        sim.run(scenario.duration)
+        prof.disable()
+        sinks.close()
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(15)
+    print(f"cProfile of virtual hour 2{'-' + format(1 + hours, 'g') if hours > 1 else ''} "
+          "(own time):")
+    lines = text.getvalue().splitlines()
+    start = next(i for i, line in enumerate(lines) if "ncalls" in line)
+    print("\n".join(line.replace(str(Path(__file__).resolve().parents[1]) + "/", "")
+                    for line in lines[start:] if line.strip()), flush=True)
+
+
+def policies() -> None:
+    for name in ("line-5", "grid-25"):
+        scenario = load_scenario(name)
+        for policy in ("reference", "default"):
+            wall = time.perf_counter()
+            summary = run_scenario(scenario, None, policy=policy)
+            wall = time.perf_counter() - wall
+            c = summary.convergence
+            took = f"{c.time:7.0f} s" if c.converged and c.time is not None else "     no"
+            air = sum(summary.tx_airtime.values())
+            print(f"{name:8s} {policy:9s} converged {took}; airtime {air:6.0f} s in "
+                  f"{scenario.duration / 3600:g} h ({sum(summary.tx_frames.values())} frames, "
+                  f"{summary.collisions} collisions); wall {wall:.1f} s", flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--hours", type=float, default=24.0)
+    ap.add_argument("--no-capture", action="store_true")
+    ap.add_argument("--profile-hours", type=float, default=1.0)
+    args, _ = ap.parse_known_args()
+    city(args.hours, not args.no_capture)
+    profile(args.profile_hours)
+    policies()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,373 @@
+"""The shared LoRa channel: who hears which frame, at what power, and which frames are lost.
+
+Radios sit at fixed positions. When the channel is first used it works out, for every
+pair of radios on the same channel (frequency, bandwidth, spreading factor), the median
+received power from the path-loss model; pairs that cannot come within reach even with
+a shadowing draw of +3 sigma are never considered again, so a frame costs work in
+proportion to the radios around its sender, not to the whole mesh.
+
+Each transmission draws one shadowing value per receiver from the channel's seeded
+``random.Random`` (Gaussian in dB, clipped to +/-3 sigma, sampled as one of 4096
+equally likely quantiles), which fixes the frame's power at that receiver for its whole
+time on air. When the frame ends, every receiver gets an
+outcome (see :func:`firmware_sim.phy.reception`): decoded, or lost because the receiver
+was transmitting itself (half-duplex), because the frame was below the receiver's
+sensitivity, or because an overlapping frame on the same channel was not at least 6 dB
+weaker in sum (capture effect). A frame below the sensitivity is reported as lost only
+when it comes from a *neighbour* (a link whose median power reaches the sensitivity:
+the same rule the scenario check uses to call a node reachable); from farther away it
+simply was not heard. Powers more than 9 dB below the sensitivity (the 6 dB capture
+threshold plus 3 dB) are treated as part of the noise: it would take several such frames
+at once to spoil a frame the receiver can decode.
+
+The channel also enforces each radio's duty cycle (EU868: 1 % of every hour; ETSI EN 300
+220, sub-band 868.0-868.6 MHz) with the sliding-window rule the Node uses; a
+transmission that would exceed it is refused.
+Propagation delay (microseconds) is neglected.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from bisect import bisect_left
+from collections import deque
+from dataclasses import dataclass, field
+from functools import cache
+from statistics import NormalDist
+
+from gateway.wire.lora import LoRaParams
+
+from .phy import (
+    CAPTURE_THRESHOLD_DB,
+    PathLoss,
+    airtime,
+    check_params,
+    dbm_to_mw,
+    mw_to_dbm,
+    noise_floor_dbm,
+    reception,
+    sensitivity_dbm,
+)
+
+__all__ = [
+    "ChannelKey",
+    "DutyLedger",
+    "Link",
+    "LoRaChannel",
+    "Radio",
+    "Reception",
+    "Transmission",
+]
+
+ChannelKey = tuple[int, int, int]  # frequency Hz, bandwidth Hz, spreading factor
+
+SHADOW_CLIP = 3.0  # shadowing draws are clipped to +/- this many sigma
+NOISE_MARGIN_DB = CAPTURE_THRESHOLD_DB + 3.0  # weaker than sensitivity minus this: noise
+DUTY_SLACK_US = 2  # the duty ledger rounds to whole microseconds: a tolerance of two
+
+SHADOW_BITS = 12  # shadowing draws take one of 2**12 equally likely normal quantiles
+SHADOW_LEVELS = 1 << SHADOW_BITS
+FAR_Q = 1 / 16  # links whose frames clear the noise margin less often than this are "far"
+
+
+@cache
+def shadow_levels() -> tuple[float, ...]:
+    """The 4096 mid-point quantiles of the standard normal, clipped to +/-3, ascending.
+
+    Drawing a uniform index into this table samples the (clipped) normal distribution
+    to a resolution far finer than any radio measures, and lets a link that needs a draw
+    of at least z skip every draw below it with one integer comparison.
+    """
+    n = 1 << SHADOW_BITS
+    normal = NormalDist()
+    return tuple(max(-SHADOW_CLIP, min(SHADOW_CLIP, normal.inv_cdf((i + 0.5) / n)))
+                 for i in range(n))
+
+
+class DutyLedger:
+    """Airtime one radio spent in the last ``window`` seconds, against its duty cycle.
+
+    The same rule as the Node's budget (a transmission counts from its start until
+    ``window`` later), kept in whole microseconds so that the running total never
+    drifts and stays O(1) per transmission however long the window.
+    """
+
+    __slots__ = ("_ledger", "_used", "limit_us", "window_us")
+
+    def __init__(self, duty_cycle: float, window: float) -> None:
+        self.limit_us = round(duty_cycle * window * 1e6)
+        self.window_us = round(window * 1e6)
+        self._ledger: deque[tuple[int, int]] = deque()  # (start, airtime) in us
+        self._used = 0
+
+    def used_us(self, now: float) -> int:
+        horizon = round(now * 1e6) - self.window_us + DUTY_SLACK_US
+        ledger = self._ledger
+        while ledger and ledger[0][0] <= horizon:
+            self._used -= ledger.popleft()[1]
+        return self._used
+
+    def allows(self, now: float, airtime: float) -> bool:
+        return self.used_us(now) + round(airtime * 1e6) <= self.limit_us + DUTY_SLACK_US
+
+    def spend(self, now: float, airtime: float) -> None:
+        spent = round(airtime * 1e6)
+        self._ledger.append((round(now * 1e6), spent))
+        self._used += spent
+
+
+@dataclass(slots=True, frozen=True)
+class Link:
+    """A receiver within possible reach of a sender."""
+
+    receiver: int
+    median: float  # dBm without shadowing
+    first: int  # lowest shadowing level that lifts the frame above the receiver's noise
+    # margin (0 for a neighbour: every frame of it is reported, decoded or not)
+    sensitivity: float  # the receiver's
+    neighbour: bool  # the median reaches the receiver's sensitivity
+
+
+@dataclass(slots=True)
+class Radio:
+    """One LoRa transceiver on the channel."""
+
+    index: int
+    name: str
+    x: float
+    y: float
+    params: LoRaParams
+    key: ChannelKey
+    sensitivity: float
+    noise_mw: float
+    budget: DutyLedger | None
+    busy_until: float = -math.inf
+    own: deque[tuple[float, float]] = field(default_factory=deque)  # recent (start, end)
+    arriving: deque[Transmission] = field(default_factory=deque)  # recent frames heard here
+    links: list[Link] = field(default_factory=list)  # drawn one by one
+    far: list[Link] = field(default_factory=list)  # each rarely clears the noise: thinned
+    far_q: float = 0.0  # the largest chance of a far link clearing it
+
+    def transmitting_during(self, start: float, end: float) -> bool:
+        return any(s < end and e > start for s, e in self.own)
+
+
+@dataclass(slots=True)
+class Transmission:
+    """One frame on the air; ``power`` holds its dBm at every receiver it may matter to."""
+
+    sender: int
+    frame: bytes
+    start: float
+    end: float
+    key: ChannelKey
+    power: dict[int, float] = field(default_factory=dict)  # receiver -> dBm, above noise
+    noticed: list[tuple[Link, float]] = field(default_factory=list)  # see finish()
+
+    @property
+    def airtime(self) -> float:
+        return self.end - self.start
+
+
+@dataclass(slots=True, frozen=True)
+class Reception:
+    """What one receiver made of one frame: ``drop`` None means decoded."""
+
+    receiver: int
+    rssi: float
+    snr: float
+    drop: str | None
+
+
+class LoRaChannel:
+    """Radios, their links, the frames in flight and the outcome of each frame."""
+
+    def __init__(self, path_loss: PathLoss, rng: random.Random, *,
+                 capture_db: float = CAPTURE_THRESHOLD_DB) -> None:
+        self.path_loss = path_loss
+        self.capture_db = capture_db
+        self._rng = rng
+        self.radios: list[Radio] = []
+        self._by_name: dict[str, int] = {}
+        self._linked = False
+        self._longest = 0.0  # the longest airtime seen: older frames cannot overlap new ones
+        self._airtime: dict[tuple[LoRaParams, int], float] = {}
+
+    # --- set-up -----------------------------------------------------------------------
+    def add_radio(self, name: str, x: float, y: float, params: LoRaParams, *,
+                  duty_cycle: float = 0.01, duty_window: float = 3600.0) -> int:
+        """Place a radio; returns its index. ValueError for settings the model lacks."""
+        check_params(params)
+        if name in self._by_name:
+            raise ValueError(f"radio {name!r} exists already")
+        key = (params.frequency_hz, params.bandwidth_hz, params.sf)
+        budget = DutyLedger(duty_cycle, duty_window) if duty_cycle else None
+        radio = Radio(len(self.radios), name, float(x), float(y), params, key,
+                      sensitivity_dbm(params.sf, params.bandwidth_hz),
+                      dbm_to_mw(noise_floor_dbm(params.bandwidth_hz)), budget)
+        self.radios.append(radio)
+        self._by_name[name] = radio.index
+        self._linked = False
+        return radio.index
+
+    def index(self, name: str) -> int:
+        return self._by_name[name]
+
+    def distance(self, a: int, b: int) -> float:
+        ra, rb = self.radios[a], self.radios[b]
+        return math.hypot(ra.x - rb.x, ra.y - rb.y)
+
+    def median_rssi(self, sender: int, receiver: int) -> float:
+        """Received power without shadowing (dBm); 0 dBi antennas."""
+        return (self.radios[sender].params.tx_power_dbm
+                - self.path_loss.median_db(self.distance(sender, receiver)))
+
+    def reachable(self, sender: int, receiver: int) -> bool:
+        """Does the median signal reach the receiver's sensitivity (same channel)?"""
+        rs, rr = self.radios[sender], self.radios[receiver]
+        return rs.key == rr.key and self.median_rssi(sender, receiver) >= rr.sensitivity
+
+    def _link(self) -> None:
+        """For every radio, the receivers a frame of it could ever matter to."""
+        sigma = self.path_loss.sigma_db
+        levels = shadow_levels()
+        for radio in self.radios:
+            radio.links, radio.far, radio.far_q = [], [], 0.0
+            for other in self.radios:
+                if other is radio or other.key != radio.key:
+                    continue
+                median = self.median_rssi(radio.index, other.index)
+                floor = other.sensitivity - NOISE_MARGIN_DB
+                neighbour = median >= other.sensitivity
+                if neighbour or sigma == 0:  # a neighbour's every frame is accounted for
+                    first = 0 if median >= floor else SHADOW_LEVELS
+                else:
+                    first = bisect_left(levels, (floor - median) / sigma)
+                if first >= SHADOW_LEVELS:
+                    continue
+                link = Link(other.index, median, first, other.sensitivity, neighbour)
+                q = (SHADOW_LEVELS - first) / SHADOW_LEVELS
+                if neighbour or q >= FAR_Q:
+                    radio.links.append(link)
+                else:
+                    radio.far.append(link)
+                    radio.far_q = max(radio.far_q, q)
+        self._linked = True
+
+    # --- transmitting -----------------------------------------------------------------
+    def frame_airtime(self, radio: int, frame_len: int) -> float:
+        params = self.radios[radio].params
+        cached = self._airtime.get((params, frame_len))
+        if cached is None:
+            cached = self._airtime[(params, frame_len)] = airtime(params, frame_len)
+        return cached
+
+    def busy(self, radio: int, now: float) -> bool:
+        return self.radios[radio].busy_until > now
+
+    def transmit(self, sender: int, frame: bytes, now: float) -> Transmission | None:
+        """Put ``frame`` on the air from ``sender`` now; None if its duty cycle forbids it.
+
+        The radio must be idle (see :meth:`busy`): a radio sends one frame at a time.
+        """
+        if not self._linked:
+            self._link()
+        radio = self.radios[sender]
+        if radio.busy_until > now:
+            raise RuntimeError(f"radio {radio.name} is still transmitting")
+        air = self.frame_airtime(sender, len(frame))
+        if radio.budget is not None:
+            if not radio.budget.allows(now, air):
+                return None
+            radio.budget.spend(now, air)
+        tx = Transmission(sender, bytes(frame), now, now + air, radio.key)
+        horizon = now - self._longest
+        self._longest = max(self._longest, air)
+        self._draw(tx, radio, horizon)
+        own = radio.own
+        while own and own[0][1] < horizon:
+            own.popleft()
+        own.append((now, tx.end))
+        radio.busy_until = tx.end
+        return tx
+
+    def _draw(self, tx: Transmission, sender: Radio, horizon: float) -> None:
+        """One shadowing draw per link: the frame's power wherever it clears the noise.
+
+        Near links draw a level each. Far links, which rarely clear the noise margin,
+        are thinned: candidates are picked with probability ``far_q`` by geometric jumps
+        over the list, each kept with probability q / far_q (its own chance q), and a
+        kept one draws its level uniformly among those that clear the margin. Every link
+        still ends up with exactly the distribution of its own draw, at a cost in
+        proportion to the frames that matter rather than to the radios in range.
+        """
+        rng = self._rng
+        bits = rng.getrandbits
+        levels, sigma, radios = shadow_levels(), self.path_loss.sigma_db, self.radios
+        power, noticed = tx.power, tx.noticed
+        for link in sender.links:  # _hear(), inlined: this loop is the channel's hot spot
+            level = bits(SHADOW_BITS)
+            if level < link.first:
+                continue
+            p = link.median + sigma * levels[level]
+            power[link.receiver] = p
+            arriving = radios[link.receiver].arriving
+            while arriving and arriving[0].end < horizon:
+                arriving.popleft()
+            arriving.append(tx)
+            if p >= link.sensitivity or link.neighbour:
+                noticed.append((link, p))
+        far, q0 = sender.far, sender.far_q
+        if not far:
+            return
+        uniform = rng.random
+        skip = math.log1p(-q0)
+        i = -1
+        while True:
+            i += 1 + int(math.log(1.0 - uniform()) / skip)
+            if i >= len(far):
+                return
+            link = far[i]
+            span = SHADOW_LEVELS - link.first
+            if uniform() * q0 * SHADOW_LEVELS < span:
+                self._hear(tx, link, link.first + rng.randrange(span), horizon)
+
+    def _hear(self, tx: Transmission, link: Link, level: int, horizon: float) -> None:
+        p = link.median + self.path_loss.sigma_db * shadow_levels()[level]
+        tx.power[link.receiver] = p
+        arriving = self.radios[link.receiver].arriving
+        while arriving and arriving[0].end < horizon:
+            arriving.popleft()
+        arriving.append(tx)
+        if p >= link.sensitivity or link.neighbour:
+            tx.noticed.append((link, p))
+
+    def finish(self, tx: Transmission) -> list[Reception]:
+        """The outcome at every receiver that noticed ``tx``; call at ``tx.end``.
+
+        Noticed: the frame reached the receiver's sensitivity (decoded, or lost to a
+        collision or to half-duplex), or it came from a neighbour (a link whose median
+        reaches the sensitivity) and faded below it.
+        """
+        out: list[Reception] = []
+        start, end = tx.start, tx.end
+        radios = self.radios
+        for link, p in tx.noticed:
+            receiver = link.receiver
+            radio = radios[receiver]
+            if p < radio.sensitivity:  # a neighbour's frame faded
+                drop = reception(p, radio.sensitivity,
+                                 transmitting=radio.transmitting_during(start, end))
+                out.append(Reception(receiver, p, p - mw_to_dbm(radio.noise_mw), drop))
+                continue
+            interference = 0.0
+            for g in radio.arriving:
+                if g is not tx and g.start < end and g.end > start:
+                    interference += dbm_to_mw(g.power[receiver])
+            drop = reception(p, radio.sensitivity, interference,
+                             transmitting=radio.transmitting_during(start, end),
+                             capture_db=self.capture_db)
+            snr = p - mw_to_dbm(radio.noise_mw + interference)
+            out.append(Reception(receiver, p, snr, drop))
+        return out

@@ -1,0 +1,214 @@
+"""``tinyssb sim``: list the shipped scenarios, run one, or bridge one to a real gateway.
+
+``gateway/cli.py`` calls :func:`add_sim_commands` with its subparsers object::
+
+    tinyssb sim list
+    tinyssb sim run SCENARIO [--out FILE] [--policy reference|default] [--seed N]
+                             [--duration S]
+    tinyssb sim dongle SCENARIO --node NAME [--board BOARD] [--out FILE] [--seed N]
+                                [--policy P] [--duration S]
+
+SCENARIO is the name of a shipped scenario or the path of a ``.toml`` file. ``run``
+shows a progress bar on stderr and prints the summary table on stdout. ``dongle``
+replaces the named node's radio with a simulated dongle, prints the pseudo-terminal to
+give to ``tinyssb run --serial``, and runs the rest of the mesh in real time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gateway.replication.policy import PRESETS
+
+from .realtime import DongleBridge
+from .runner import CaptureSinks, build, capture_meta, run_scenario
+from .scenario import Scenario, ScenarioError, load_scenario, shipped_scenarios
+from .summary import format_summary
+
+__all__ = ["add_sim_commands", "parse_duration"]
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def _user_error(message: str) -> Exception:
+    from gateway.cli import UserError  # imported late: gateway.cli imports this module
+
+    return UserError(message)
+
+
+def _guard(func: Command) -> Command:
+    """Turn a bad scenario into the CLI's one-line user error."""
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return func(args)
+        except ScenarioError as exc:
+            raise _user_error(str(exc)) from None
+    return run
+
+
+def parse_duration(text: str) -> float:
+    """An argparse type: seconds, or a number with ms/s/m/h/d (``90``, ``15m``, ``24h``)."""
+    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+    number, unit = text.strip(), "s"
+    for suffix in sorted(units, key=len, reverse=True):
+        if number.endswith(suffix):
+            number, unit = number[: -len(suffix)], suffix
+            break
+    try:
+        value = float(number) * units[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (try 3600, 90m or 24h)"
+                                         ) from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"a duration must be positive, got {text!r}")
+    return value
+
+
+def _scenario(args: argparse.Namespace) -> Scenario:
+    scenario = load_scenario(args.scenario)
+    if args.duration is not None:
+        scenario = scenario.with_(duration=args.duration)
+    return scenario
+
+
+# --- sim list -------------------------------------------------------------------------
+
+def cmd_list(args: argparse.Namespace) -> int:
+    rows = []
+    for name in shipped_scenarios():
+        s = load_scenario(name)
+        rows.append((name, str(len(s.nodes)), f"{s.duration / 3600:g} h", s.radio.profile,
+                     s.description))
+    head = ("scenario", "nodes", "duration", "radio", "description")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
+    for row in [head, *rows]:
+        print("  ".join(c.ljust(w) for c, w in zip(row[:4], widths)) + "  " + row[4])
+    return 0
+
+
+# --- sim run --------------------------------------------------------------------------
+
+class _Progress:
+    """A tqdm bar over virtual seconds (silent when stderr is not a terminal)."""
+
+    def __init__(self, total: float, label: str) -> None:
+        from tqdm import tqdm
+
+        self.bar: Any = tqdm(total=round(total), unit="s", desc=label, file=sys.stderr,
+                             disable=None, dynamic_ncols=True, leave=False,
+                             bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt}"
+                                        " virtual s [{elapsed}<{remaining}]")
+        self.done = 0
+
+    def __call__(self, now: float) -> None:
+        step = round(now) - self.done
+        if step > 0:
+            self.bar.update(step)
+            self.done += step
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    scenario = _scenario(args)
+    seed = scenario.seed if args.seed is None else args.seed
+    policy = args.policy or scenario.policy
+    out = Path(args.out) if args.out else Path(f"{scenario.name}-{policy}-seed{seed}.cbor")
+    progress = _Progress(scenario.duration, scenario.name)
+    try:
+        summary = run_scenario(scenario, out, seed=seed, policy=policy, progress=progress)
+    finally:
+        progress.close()
+    print(format_summary(summary))
+    print(f"\ncapture: {out}")
+    return 0
+
+
+# --- sim dongle -----------------------------------------------------------------------
+
+def cmd_dongle(args: argparse.Namespace) -> int:
+    scenario = _scenario(args)
+    spec = next((n for n in scenario.nodes if n.name == args.node), None)
+    if spec is None:
+        raise _user_error(f"scenario {scenario.name} has no node {args.node!r}; its nodes: "
+                          f"{', '.join(n.name for n in scenario.nodes[:20])}"
+                          f"{' ...' if len(scenario.nodes) > 20 else ''}")
+    if "lora" not in spec.radios:
+        raise _user_error(f"node {spec.name} has no LoRa radio to replace with a dongle")
+    seed = scenario.seed if args.seed is None else args.seed
+    policy = args.policy or scenario.policy
+    others = [n.name for n in scenario.nodes if n.name != spec.name]  # the simulated ones
+    sinks = CaptureSinks(capture_meta(scenario, seed, policy)
+                         | {"dongle": spec.name, "nodes": others}, args.out)
+    radio = scenario.radio
+    try:
+        sim = build(scenario, seed=seed, policy=policy, without={spec.name},
+                    capture=sinks.sink)
+        bridge = DongleBridge(sim, spec.name, spec.x, spec.y, radio.params,
+                              board=args.board, duty_cycle=radio.duty_cycle,
+                              duty_window=radio.duty_window)
+    except ValueError as exc:
+        sinks.abort()
+        raise _user_error(str(exc)) from None
+    stop = threading.Event()
+    with bridge:
+        print(f"simulated dongle for node {spec.name} ({radio.profile}): {bridge.path}",
+              flush=True)
+        print(f"e.g. tinyssb --data DIR run --serial {bridge.path} --profile {radio.profile}"
+              "   (Ctrl-C stops the mesh)", file=sys.stderr, flush=True)
+        try:
+            bridge.run(scenario.duration, stop)
+        except KeyboardInterrupt:
+            stop.set()
+    print(format_summary(sinks.close()))
+    print(f"dongle: {bridge.sent} frames sent, {bridge.heard} heard "
+          f"({bridge.missed} while not listening)")
+    return 0
+
+
+# --- wiring ---------------------------------------------------------------------------
+
+def add_sim_commands(sub: Any) -> None:
+    """Add ``sim`` and its subcommands to the ``tinyssb`` subparsers object ``sub``."""
+    help_text = "simulate a LoRa/BLE mesh of real nodes in virtual time"
+    sp = sub.add_parser("sim", help=help_text, description=help_text)
+    ssub = sp.add_subparsers(dest="sim_command", required=True, metavar="SUBCOMMAND")
+
+    def add(name: str, func: Command, text: str) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = ssub.add_parser(name, help=text, description=text)
+        p.set_defaults(func=_guard(func))
+        return p
+
+    add("list", cmd_list, "list the shipped scenarios")
+    policies = sorted(PRESETS)
+    commands: list[tuple[str, Command, str]] = [
+        ("run", cmd_run,
+         "run a scenario in virtual time; write its capture and print a summary"),
+        ("dongle", cmd_dongle,
+         ("run a scenario in real time with one node's radio exposed as a simulated "
+          "dongle on a pseudo-terminal")),
+    ]
+    for name, func, text in commands:
+        p = add(name, func, text)
+        p.add_argument("scenario", metavar="SCENARIO",
+                       help="a shipped scenario (see `tinyssb sim list`) or a .toml file")
+        p.add_argument("--policy", choices=policies,
+                       help="replication policy of every node (default: the scenario's)")
+        p.add_argument("--seed", type=int, help="seed of the run (default: the scenario's)")
+        p.add_argument("--duration", type=parse_duration, metavar="S",
+                       help="virtual seconds to run (or 90m, 24h; default: the scenario's)")
+        if name == "run":
+            p.add_argument("--out", "-o", metavar="FILE",
+                           help="capture file (default: SCENARIO-POLICY-seedN.cbor here)")
+        else:
+            p.add_argument("--node", required=True, metavar="NAME",
+                           help="the node whose radio becomes the simulated dongle")
+            p.add_argument("--board", default="heltec_v3",
+                           help="board the simulated dongle reports (default heltec_v3)")
+            p.add_argument("--out", "-o", metavar="FILE", help="also write a capture")

@@ -1,0 +1,354 @@
+"""The discrete-event loop: real replication Nodes over modelled links, in virtual time.
+
+A :class:`Simulation` owns a virtual clock, an event heap, a :class:`~.channel.LoRaChannel`
+and any number of nodes. Each node is a :class:`gateway.replication.Node` with an
+in-memory store and its own seeded ``random.Random``, driven through exactly the calls
+the gateway runtime makes: ``receive(now, face, frame)``, ``frames_to_send(now)``,
+``next_deadline()``, ``publish(key, content, now)`` and ``drain_events()``. The
+simulator adds no protocol logic of its own; it only moves frames and time.
+
+Faces per node: ``lora0`` (``Face.lora_radio``: CRC trailer, duty-cycle budget) when the
+node has a LoRa radio, and one point-to-point face per BLE or IP link, named
+``ble:<peer>`` or ``ip:<peer>``. An *external* radio (the simulated dongle of
+``realtime.py``) is a radio on the channel without a Node: frames it hears are handed
+to a callback, frames it sends come in through :meth:`Simulation.external_transmit`.
+
+Every frame sent, heard or lost and every entry stored becomes one capture record
+(``gateway.capture``), written to the ``capture`` sink in event order, so that a run is
+fully described by its capture. Same scenario and seed, same records, byte for byte.
+
+Programmatic use::
+
+    sim = Simulation(seed=7, capture=writer)           # writer: anything with write(record)
+    sim.add_node("a", 0, 0, lora=profile("EU868.a"))
+    sim.add_node("b", 150, 0, lora=profile("EU868.a"))
+    key = sim.feed_key("a")
+    sim.publish_at(10.0, "a", key, b"hello")
+    sim.run(until=600.0)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import logging
+import math
+import random
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from gateway.capture import Direction, Record, records_for_rx, records_for_tx
+from gateway.replication import Face, FaceKind, Node, Outgoing, Policy
+from gateway.replication.policy import DEFAULT
+from gateway.store.memory import MemoryStore
+from gateway.wire.entry import FeedKey
+from gateway.wire.lora import LoRaParams
+
+from .channel import LoRaChannel, Transmission
+from .links import LinkKind, PointLink
+from .phy import DUTY_CYCLE, PATH_LOSS_PRESETS, PathLoss
+
+__all__ = ["LORA_FACE", "RecordSink", "SimNode", "SimStats", "Simulation", "derive_seed"]
+
+log = logging.getLogger(__name__)
+
+LORA_FACE = "lora0"
+
+# event kinds; the number also orders events that fall on the same instant
+_TX_END = 0  # a frame leaves the air: receptions are resolved first
+_DELIVER = 1  # a point-to-point frame arrives
+_PUBLISH = 2  # an application publishes an entry
+_WAKE = 3  # a node's deadline
+
+
+class RecordSink(Protocol):
+    def write(self, record: Record) -> None: ...
+
+
+def derive_seed(seed: int, *labels: object) -> int:
+    """A 64-bit seed for one part of the simulation, independent of creation order."""
+    text = "/".join(str(x) for x in (seed, *labels))
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+@dataclass(slots=True)
+class SimNode:
+    """A participant: a Node (or an external radio) with its position and links."""
+
+    name: str
+    x: float
+    y: float
+    node: Node | None
+    radio: int | None = None
+    deliver: Callable[[bytes, float, float], None] | None = None  # external radios only
+    links: dict[str, PointLink] = field(default_factory=dict)  # face name -> link
+    wake_at: float = math.inf
+    waiting: deque[Outgoing | bytes] = field(default_factory=deque)  # frames for a busy radio
+
+
+@dataclass(slots=True)
+class SimStats:
+    events: int = 0
+    transmissions: int = 0
+    receptions: int = 0  # frames decoded by a radio, or delivered over a link
+    drops: Counter[str] = field(default_factory=Counter)  # channel drops by reason
+    published: int = 0
+
+
+class Simulation:
+    """Nodes, links and a channel under one virtual clock."""
+
+    def __init__(self, seed: int = 1, *, path_loss: PathLoss | None = None,
+                 capture: RecordSink | None = None, policy: Policy = DEFAULT) -> None:
+        self.seed = seed
+        self.policy = policy
+        self.capture = capture
+        self.channel = LoRaChannel(path_loss or PATH_LOSS_PRESETS["log-distance"],
+                                   random.Random(derive_seed(seed, "channel")))
+        self.now = 0.0
+        self.stats = SimStats()
+        self.members: dict[str, SimNode] = {}
+        self._by_radio: dict[int, SimNode] = {}
+        self._heap: list[tuple[float, int, int, object, object]] = []
+        self._seq = 0
+
+    # --- building the mesh --------------------------------------------------------------
+    @property
+    def nodes(self) -> dict[str, Node]:
+        """The Nodes by name (external radios have none)."""
+        return {name: m.node for name, m in self.members.items() if m.node is not None}
+
+    def add_node(self, name: str, x: float = 0.0, y: float = 0.0, *,
+                 lora: LoRaParams | None = None, duty_cycle: float = 0.01,
+                 duty_window: float = 3600.0, min_gap: float = 0.0,
+                 policy: Policy | None = None, queue_size: int = 5) -> Node:
+        """A Node at (x, y) metres; with ``lora`` it gets a LoRa radio and face ``lora0``."""
+        self._check_name(name)
+        node = Node(MemoryStore(), policy=policy or self.policy,
+                    rng=random.Random(derive_seed(self.seed, "node", name)), name=name,
+                    now=self.now)
+        member = SimNode(name, float(x), float(y), node)
+        if lora is not None:
+            member.radio = self.channel.add_radio(name, x, y, lora, duty_cycle=duty_cycle,
+                                                  duty_window=duty_window)
+            face = Face.lora_radio(LORA_FACE, lora, duty_cycle=duty_cycle, min_gap=min_gap,
+                                   queue_size=queue_size)
+            node.add_face(replace(face, duty_window=duty_window), self.now)
+            self._by_radio[member.radio] = member
+        self.members[name] = member
+        self._wake(member, self.now)
+        return node
+
+    def add_external(self, name: str, x: float, y: float, lora: LoRaParams,
+                     deliver: Callable[[bytes, float, float], None], *,
+                     duty_cycle: float = 0.01, duty_window: float = 3600.0) -> None:
+        """A radio without a Node: ``deliver(frame, rssi, snr)`` gets what it decodes."""
+        self._check_name(name)
+        member = SimNode(name, float(x), float(y), None, deliver=deliver)
+        member.radio = self.channel.add_radio(name, x, y, lora, duty_cycle=duty_cycle,
+                                              duty_window=duty_window)
+        self._by_radio[member.radio] = member
+        self.members[name] = member
+
+    def link(self, a: str, b: str, kind: LinkKind = LinkKind.IP, *, latency: float = 0.05,
+             rate_bps: float = math.inf, queue_size: int = 5) -> PointLink:
+        """A point-to-point link (BLE or IP) between two Nodes."""
+        link = PointLink(kind, a, b, latency, rate_bps)
+        for end in (a, b):
+            member = self.members.get(end)
+            if member is None or member.node is None:
+                raise ValueError(f"cannot link {end!r}: no such node")
+            if link.face(end) in member.links:
+                raise ValueError(f"{a} and {b} are linked by {kind.value} already")
+        for end in (a, b):
+            member = self.members[end]
+            assert member.node is not None
+            face = link.face(end)
+            member.links[face] = link
+            member.node.add_face(Face(face, kind=FaceKind.POINT_TO_POINT,
+                                      queue_size=queue_size), self.now)
+            self._wake(member, self.now)
+        return link
+
+    def _check_name(self, name: str) -> None:
+        if not name or name in self.members:
+            raise ValueError(f"node name {name!r} is empty or taken")
+
+    def feed_key(self, author: str, label: str = "") -> FeedKey:
+        """A deterministic feed key for ``author`` (one per label)."""
+        seed = hashlib.sha256(f"tinyssb-sim/{self.seed}/{author}/{label}".encode()).digest()
+        return FeedKey.from_seed(seed)
+
+    def publish_at(self, t: float, author: str, key: FeedKey, content: bytes) -> None:
+        """Schedule ``author`` to publish ``content`` on ``key``'s feed at time ``t``."""
+        if author not in self.members or self.members[author].node is None:
+            raise ValueError(f"unknown author {author!r}")
+        self._push(max(t, self.now), _PUBLISH, self.members[author], (key, bytes(content)))
+
+    # --- running ------------------------------------------------------------------------
+    def next_time(self) -> float | None:
+        """When the next event falls; None when nothing is scheduled."""
+        return self._heap[0][0] if self._heap else None
+
+    def run(self, until: float, *, progress: Callable[[float], None] | None = None,
+            every: int = 2000) -> None:
+        """Process every event up to and including ``until``; the clock ends at ``until``."""
+        heap = self._heap
+        count = 0
+        while heap and heap[0][0] <= until:
+            t, kind, _, who, what = heapq.heappop(heap)
+            self.now = t
+            self.stats.events += 1
+            if kind == _TX_END:
+                self._on_tx_end(who, what)  # type: ignore[arg-type]
+            elif kind == _WAKE:
+                member: SimNode = who  # type: ignore[assignment]
+                if member.wake_at == t:
+                    member.wake_at = math.inf
+                    self._service(member)
+            elif kind == _DELIVER:
+                self._on_deliver(who, what)  # type: ignore[arg-type]
+            else:
+                self._on_publish(who, what)  # type: ignore[arg-type]
+            count += 1
+            if progress is not None and count % every == 0:
+                progress(t)
+        self.now = max(self.now, until)
+        if progress is not None:
+            progress(self.now)
+
+    def external_transmit(self, name: str, frame: bytes) -> None:
+        """An external radio puts ``frame`` (CRC included) on the air now."""
+        member = self.members[name]
+        if member.radio is None or member.node is not None:
+            raise ValueError(f"{name!r} is not an external radio")
+        member.waiting.append(bytes(frame))
+        self._pump(member)
+
+    # --- events -------------------------------------------------------------------------
+    def _push(self, t: float, kind: int, who: object, what: object = None) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, kind, self._seq, who, what))
+
+    def _wake(self, member: SimNode, t: float) -> None:
+        if t < member.wake_at:
+            member.wake_at = t
+            self._push(t, _WAKE, member)
+
+    def _service(self, member: SimNode) -> None:
+        """Let a Node send what it has now and ask when it wants to run next."""
+        node = member.node
+        assert node is not None
+        for out in node.frames_to_send(self.now):
+            self._send(member, out)
+        node.drain_events()
+        self._reschedule(member)
+
+    def _reschedule(self, member: SimNode) -> None:
+        """Wake the Node at its next deadline (now, if it has something due).
+
+        After a frame arrives the Node is not asked for frames at once: its deadline
+        says whether anything became due (answers queued, a timer re-armed), and the
+        wake-up at that instant sends them. Several frames arriving at the same instant
+        thus cost one ``frames_to_send`` call.
+        """
+        deadline = member.node.next_deadline()  # type: ignore[union-attr]
+        if deadline is not None:
+            self._wake(member, max(deadline, self.now))
+
+    def _send(self, member: SimNode, out: Outgoing) -> None:
+        if out.face == LORA_FACE and member.radio is not None:
+            member.waiting.append(out)
+            self._pump(member)
+            return
+        link = member.links.get(out.face)
+        if link is None:
+            log.warning("%s: frame for unknown face %s dropped", member.name, out.face)
+            return
+        self.stats.transmissions += 1
+        self._record(records_for_tx(self.now, member.name, out))
+        peer = self.members[link.peer(member.name)]
+        arrival = link.arrival(member.name, len(out.frame), self.now)
+        self._push(arrival, _DELIVER, peer, (link.face(peer.name), out.frame))
+
+    def _pump(self, member: SimNode) -> None:
+        """Put waiting frames on the air while the radio is free (one at a time)."""
+        assert member.radio is not None
+        while member.waiting and not self.channel.busy(member.radio, self.now):
+            self._start_tx(member, member.waiting.popleft())
+
+    def _start_tx(self, member: SimNode, out: Outgoing | bytes) -> None:
+        assert member.radio is not None
+        frame = out if isinstance(out, bytes) else out.frame
+        tx = self.channel.transmit(member.radio, frame, self.now)
+        if tx is None:
+            self.stats.drops[DUTY_CYCLE] += 1
+            kind = None if isinstance(out, bytes) else out.kind.value
+            self._record(Record(self.now, member.name, Direction.DROP, LORA_FACE, frame, kind,
+                                reason=DUTY_CYCLE))
+            return
+        self.stats.transmissions += 1
+        if isinstance(out, bytes):
+            self._record(Record(self.now, member.name, Direction.TX, LORA_FACE, frame,
+                                air=tx.airtime))
+        else:
+            self._record(records_for_tx(self.now, member.name, out))
+        self._push(tx.end, _TX_END, member, tx)
+
+    def _on_tx_end(self, sender: SimNode, tx: Transmission) -> None:
+        now = self.now
+        for rc in self.channel.finish(tx):
+            member = self._by_radio[rc.receiver]
+            rssi, snr = round(rc.rssi, 1), round(rc.snr * 4) / 4
+            if rc.drop is not None:
+                self.stats.drops[rc.drop] += 1
+                self._record(Record(now, member.name, Direction.DROP, LORA_FACE, tx.frame,
+                                    reason=rc.drop, rssi=rssi, snr=snr))
+                continue
+            self.stats.receptions += 1
+            node = member.node
+            if node is None:
+                self._record(Record(now, member.name, Direction.RX, LORA_FACE, tx.frame,
+                                    rssi=rssi, snr=snr))
+                if member.deliver is not None:
+                    member.deliver(tx.frame, rssi, snr)
+                continue
+            report = node.receive(now, LORA_FACE, tx.frame)
+            if self.capture is not None:
+                for record in records_for_rx(now, member.name, LORA_FACE, tx.frame, report,
+                                             rssi=rssi, snr=snr):
+                    self.capture.write(record)
+            if report.drop is None:  # a dropped frame never brings a deadline forward
+                self._reschedule(member)
+        if sender.waiting:
+            self._pump(sender)
+
+    def _on_deliver(self, member: SimNode, what: tuple[str, bytes]) -> None:
+        face, frame = what
+        assert member.node is not None
+        self.stats.receptions += 1
+        report = member.node.receive(self.now, face, frame)
+        if self.capture is not None:
+            for record in records_for_rx(self.now, member.name, face, frame, report):
+                self.capture.write(record)
+        if report.drop is None:
+            self._reschedule(member)
+
+    def _on_publish(self, member: SimNode, what: tuple[FeedKey, bytes]) -> None:
+        key, content = what
+        assert member.node is not None
+        entry = member.node.publish(key, content, self.now)
+        member.node.drain_events()
+        self.stats.published += 1
+        self._record(Record(self.now, member.name, Direction.STORE, kind="entry",
+                            feed=entry.fid, seq=entry.seq))
+        for cnr in range(len(entry.chunks)):
+            self._record(Record(self.now, member.name, Direction.STORE, kind="chunk",
+                                feed=entry.fid, seq=entry.seq, cnr=cnr))
+        self._reschedule(member)
+
+    def _record(self, record: Record) -> None:
+        if self.capture is not None:
+            self.capture.write(record)

@@ -1,0 +1,197 @@
+"""What a simulation did, read from its capture: convergence, frames, airtime, losses.
+
+Everything here is computed from capture records only (``gateway.capture``), so it
+applies to any capture file, and the tests check a run by its capture rather than by the
+simulator's internal state.
+
+Convergence: an entry is *published* where its author's capture holds ``store`` records
+without a face (the entry itself and each of its side-chain chunks). A node *holds* an
+entry completely once it has store records for all of those items. The mesh has
+converged when every node holds every published entry completely; the convergence time
+is the time of the last store record that completed the picture.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.capture import Direction, Record, read_capture
+
+__all__ = ["Convergence", "Summary", "SummaryBuilder", "convergence", "format_summary",
+           "summarize"]
+
+
+@dataclass(slots=True)
+class Convergence:
+    converged: bool
+    time: float | None  # when the last node completed the last entry; None: not converged
+    last_publication: float | None
+    nodes: int
+    nodes_complete: int  # nodes holding every published entry completely
+    entries: int  # entries published
+    held: int  # (node, entry) pairs complete
+    latencies: list[float] = field(default_factory=list)  # per entry complete everywhere:
+    # time from its publication until the last node held it
+
+    @property
+    def share(self) -> float:
+        """Share of (node, entry) pairs complete."""
+        total = self.nodes * self.entries
+        return self.held / total if total else 1.0
+
+
+@dataclass(slots=True)
+class Summary:
+    meta: dict[str, Any]
+    convergence: Convergence
+    tx_frames: Counter[str]
+    tx_airtime: dict[str, float]  # seconds on air by kind (LoRa faces)
+    tx_bytes: Counter[str]
+    rx_frames: int
+    drops: Counter[str]
+    end: float  # time of the last record
+
+    @property
+    def collisions(self) -> int:
+        return self.drops.get("collision", 0)
+
+
+class SummaryBuilder:
+    """A capture sink (``write(record)``) that keeps the counts a summary needs."""
+
+    def __init__(self) -> None:
+        self.meta: dict[str, Any] = {}
+        self._seen: dict[str, None] = {}
+        self._published: dict[tuple[bytes, int], list[float]] = {}  # (feed, seq) -> [t, items]
+        self._held: dict[tuple[str, bytes, int], list[float]] = {}  # (node, feed, seq) -> [items, t]
+        self.tx_frames: Counter[str] = Counter()
+        self.tx_airtime: dict[str, float] = {}
+        self.tx_bytes: Counter[str] = Counter()
+        self.rx_frames = 0
+        self.drops: Counter[str] = Counter()
+        self.end = 0.0
+
+    def write(self, record: Record) -> None:
+        direction = record.dir
+        if direction is Direction.META:
+            self.meta = dict(record.meta)
+            return
+        self.end = max(self.end, record.t)
+        if record.node not in self._seen:
+            self._seen[record.node] = None
+        if direction is Direction.DROP:  # the commonest record in a busy mesh
+            self.drops[record.reason or "unknown"] += 1
+        elif direction is Direction.RX:
+            self.rx_frames += 1
+        elif direction is Direction.TX:
+            kind = record.kind or "unknown"
+            self.tx_frames[kind] += 1
+            self.tx_airtime[kind] = self.tx_airtime.get(kind, 0.0) + (record.air or 0.0)
+            self.tx_bytes[kind] += len(record.frame or b"")
+        elif direction is Direction.STORE and record.feed is not None and record.seq is not None:
+            entry = (record.feed, record.seq)
+            if record.face is None:  # the author's own publication
+                pub = self._published.setdefault(entry, [record.t, 0])
+                pub[1] += 1
+            held = self._held.setdefault((record.node, *entry), [0, 0.0])
+            held[0] += 1
+            held[1] = record.t
+
+    def convergence(self) -> Convergence:
+        nodes = list(self.meta.get("nodes") or self._seen)
+        held_pairs = 0
+        done_at = 0.0
+        complete_nodes = {n: True for n in nodes}
+        latencies: list[float] = []
+        for (feed, seq), (t_pub, items) in self._published.items():
+            last = t_pub
+            everywhere = True
+            for node in nodes:
+                held = self._held.get((node, feed, seq))
+                if held is not None and held[0] >= items:
+                    held_pairs += 1
+                    last = max(last, held[1])
+                else:
+                    everywhere = False
+                    complete_nodes[node] = False
+            if everywhere:
+                latencies.append(last - t_pub)
+                done_at = max(done_at, last)
+        converged = all(complete_nodes.values()) and bool(nodes)
+        last_pub = max((p[0] for p in self._published.values()), default=None)
+        return Convergence(converged, done_at if converged else None, last_pub, len(nodes),
+                           sum(complete_nodes.values()), len(self._published), held_pairs,
+                           latencies)
+
+    def result(self) -> Summary:
+        return Summary(self.meta, self.convergence(), self.tx_frames, self.tx_airtime,
+                       self.tx_bytes, self.rx_frames, self.drops, self.end)
+
+
+def summarize(source: str | os.PathLike[str] | Iterable[Record]) -> Summary:
+    """The summary of a capture file (or of records already read)."""
+    records = read_capture(source) if isinstance(source, str | os.PathLike) else source
+    builder = SummaryBuilder()
+    for record in records:
+        builder.write(record)
+    return builder.result()
+
+
+def convergence(source: str | os.PathLike[str] | Iterable[Record]) -> Convergence:
+    """When (and whether) every node held every published entry completely."""
+    return summarize(source).convergence
+
+
+def _seconds(t: float | None) -> str:
+    if t is None:
+        return "-"
+    if t >= 3600:
+        return f"{t:.1f} s ({t / 3600:.2f} h)"
+    return f"{t:.1f} s"
+
+
+def format_summary(s: Summary) -> str:
+    """The summary table printed at the end of ``tinyssb sim run``."""
+    m, c = s.meta, s.convergence
+    head = (f"scenario {m.get('scenario', '?')}: {c.nodes} nodes, seed {m.get('seed', '?')}, "
+            f"policy {m.get('policy', '?')}, radio {m.get('profile', '?')}, "
+            f"{_seconds(float(m.get('duration', s.end)))} virtual")
+    lines = [head]
+    if c.converged:
+        lines.append(f"converged: yes, at {_seconds(c.time)} "
+                     f"(last publication at {_seconds(c.last_publication)})")
+    else:
+        lines.append(f"converged: no; {c.nodes_complete} of {c.nodes} nodes hold everything, "
+                     f"{c.share:.1%} of (node, entry) pairs complete")
+    if c.latencies:
+        lat = sorted(c.latencies)
+        p95 = lat[min(len(lat) - 1, int(0.95 * len(lat)))]
+        lines.append(f"entry spread (publication -> last node): median "
+                     f"{statistics.median(lat):.1f} s, p95 {p95:.1f} s, max {lat[-1]:.1f} s "
+                     f"over {len(lat)} of {c.entries} entries")
+    lines.append("")
+    lines.append(f"{'kind':<10} {'frames':>9} {'airtime s':>11} {'bytes':>11}")
+    for kind in sorted(s.tx_frames, key=lambda k: (-s.tx_airtime.get(k, 0.0), k)):
+        lines.append(f"{kind:<10} {s.tx_frames[kind]:>9} {s.tx_airtime.get(kind, 0.0):>11.1f} "
+                     f"{s.tx_bytes[kind]:>11}")
+    total_air = sum(s.tx_airtime.values())
+    lines.append(f"{'total':<10} {sum(s.tx_frames.values()):>9} {total_air:>11.1f} "
+                 f"{sum(s.tx_bytes.values()):>11}")
+    hours = max(s.end, float(m.get("duration", 0.0))) / 3600
+    if c.nodes and hours:
+        duty = float(m.get("duty_cycle", 0.0))
+        rate = f"{total_air / c.nodes / hours:.1f} s per hour; " if hours >= 1 else ""
+        limit = f"duty-cycle limit {duty:.1%} of any hour = {duty * 3600:.0f} s" if duty else ""
+        note = f" ({rate}{limit})" if rate or limit else ""
+        lines.append(f"airtime per node: {total_air / c.nodes:.1f} s in {hours:.2f} h{note}")
+    lines.append("")
+    lines.append(f"frames received: {s.rx_frames}; collisions: {s.collisions}")
+    if s.drops:
+        lines.append("drops: " + ", ".join(f"{reason} {n}" for reason, n
+                                           in sorted(s.drops.items(), key=lambda x: -x[1])))
+    return "\n".join(lines)

@@ -1,0 +1,152 @@
+"""The event loop driving real Nodes: programmatic meshes, BLE and IP links, external
+radios, and the summary computed from capture records."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from firmware_sim import phy
+from firmware_sim.engine import LORA_FACE, Simulation
+from firmware_sim.links import LinkKind, PointLink
+from firmware_sim.summary import SummaryBuilder, format_summary
+from gateway.capture import Direction, Record
+from gateway.wire.crc import add_crc
+from gateway.wire.lora import profile
+
+EU = profile("EU868.a")
+FLAT = replace(phy.PATH_LOSS_PRESETS["log-distance"], sigma_db=0.0)
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+
+    def write(self, record: Record) -> None:
+        self.records.append(record)
+
+    def of(self, direction: Direction) -> list[Record]:
+        return [r for r in self.records if r.dir is direction]
+
+
+def complete(sim: Simulation, fid: bytes, n: int) -> bool:
+    return all(fid in node.store and node.store.replica(fid).max_seq == n
+               and node.store.replica(fid).missing_chunks() == 0
+               for node in sim.nodes.values())
+
+
+def test_two_lora_nodes_exchange_a_feed_in_virtual_time() -> None:
+    sink = Sink()
+    sim = Simulation(seed=3, capture=sink, path_loss=FLAT)
+    sim.add_node("a", 0, 0, lora=EU)
+    sim.add_node("b", 100, 0, lora=EU)
+    key = sim.feed_key("a")
+    sim.publish_at(5.0, "a", key, b"x" * 300)  # the entry and 3 chunks
+    sim.run(600.0)
+    assert complete(sim, key.fid, 1) and sim.now == 600.0
+    stored = [(r.node, r.seq, r.cnr) for r in sink.of(Direction.STORE)]
+    assert stored[:4] == [("a", 1, None), ("a", 1, 0), ("a", 1, 1), ("a", 1, 2)]
+    assert {x for x in stored if x[0] == "b"} == {("b", 1, None), ("b", 1, 0), ("b", 1, 1),
+                                                  ("b", 1, 2)}
+    rx = sink.of(Direction.RX)
+    # 100 m, no shadowing: 20 dBm - (127.41 + 20.8 log10(100 / 40)) = 20 - 135.69 dBm
+    assert rx and all(r.face == LORA_FACE and r.rssi == pytest.approx(-115.7, abs=0.05)
+                      for r in rx)
+    assert sim.stats.published == 1 and sim.stats.transmissions == len(sink.of(Direction.TX))
+
+
+def test_ble_and_ip_links_carry_frames_with_latency() -> None:
+    sink = Sink()
+    sim = Simulation(seed=1, capture=sink)
+    sim.add_node("phone")
+    sim.add_node("gw")
+    sim.add_node("cloud")
+    sim.link("phone", "gw", LinkKind.BLE, latency=0.03, rate_bps=125_000)
+    sim.link("gw", "cloud", LinkKind.IP, latency=0.2)
+    key, other = sim.feed_key("phone"), sim.feed_key("cloud")
+    sim.publish_at(1.0, "phone", key, b"from the phone")
+    sim.publish_at(2.0, "cloud", other, b"from the cloud")
+    sim.run(120.0)
+    assert complete(sim, key.fid, 1) and complete(sim, other.fid, 1)
+    faces = {(r.node, r.face) for r in sink.of(Direction.RX)}
+    assert {("gw", "ble:phone"), ("phone", "ble:gw"), ("cloud", "ip:gw"),
+            ("gw", "ip:cloud")} <= faces
+    sent: dict[tuple[str, bytes | None], list[float]] = {}
+    for r in sink.of(Direction.TX):
+        sent.setdefault((r.node, r.frame), []).append(r.t)
+    for r in sink.of(Direction.RX):
+        assert r.face is not None
+        kind, peer = r.face.split(":", 1)
+        times = sent[(peer, r.frame)]
+        if kind == "ip":  # latency only
+            assert any(r.t == pytest.approx(t + 0.2) for t in times)
+        else:  # latency plus the time to clock the frame out at 125 kbit/s
+            assert any(r.t >= t + 0.03 + len(r.frame or b"") * 8 / 125_000 - 1e-9
+                       for t in times)
+
+
+def test_point_link_queues_frames_behind_each_other() -> None:
+    link = PointLink(LinkKind.BLE, "a", "b", latency=0.03, rate_bps=8000.0)
+    assert link.arrival("a", 100, 0.0) == pytest.approx(0.1 + 0.03)  # 800 bits at 8 kbit/s
+    assert link.arrival("a", 100, 0.0) == pytest.approx(0.2 + 0.03)  # waits for the first
+    assert link.arrival("b", 100, 0.0) == pytest.approx(0.1 + 0.03)  # other direction free
+    assert (link.face("a"), link.face("b")) == ("ble:b", "ble:a")
+    with pytest.raises(ValueError):
+        PointLink(LinkKind.IP, "a", "a", latency=0.0)
+
+
+def test_external_radio_hears_the_mesh_and_is_serialised_on_air() -> None:
+    heard: list[tuple[bytes, float, float]] = []
+    sink = Sink()
+    sim = Simulation(seed=2, capture=sink, path_loss=FLAT)
+    sim.add_node("a", 0, 0, lora=EU)
+    sim.add_external("dongle", 40, 0, EU, lambda f, rssi, snr: heard.append((f, rssi, snr)))
+    sim.publish_at(0.5, "a", sim.feed_key("a"), b"hello")
+    sim.run(30.0)
+    assert heard and all(rssi == pytest.approx(-107.4) for _, rssi, _ in heard)
+    frame = add_crc(b"\x01" * 50)
+    sim.external_transmit("dongle", frame)
+    sim.external_transmit("dongle", frame)  # the radio is busy: goes out after the first
+    air = phy.airtime(EU, len(frame))
+    sim.run(sim.now + 5.0)
+    starts = [r.t for r in sink.of(Direction.TX) if r.node == "dongle"]
+    assert len(starts) == 2 and starts[1] - starts[0] == pytest.approx(air)
+    with pytest.raises(ValueError, match="not an external radio"):
+        sim.external_transmit("a", frame)
+
+
+def test_bad_mesh_building_is_refused() -> None:
+    sim = Simulation()
+    sim.add_node("a", lora=EU)
+    with pytest.raises(ValueError, match="taken"):
+        sim.add_node("a")
+    with pytest.raises(ValueError, match="no such node"):
+        sim.link("a", "zz")
+    with pytest.raises(ValueError, match="not simulated"):
+        sim.add_node("b", lora=replace(EU, bandwidth_hz=62_500))
+    with pytest.raises(ValueError, match="unknown author"):
+        sim.publish_at(1.0, "zz", sim.feed_key("zz"), b"x")
+
+
+def test_summary_from_hand_made_records() -> None:
+    fid = bytes(32)
+    b = SummaryBuilder()
+    b.write(Record(0.0, "simulator", Direction.META, meta={"nodes": ["a", "b"],
+                                                          "scenario": "hand"}))
+    b.write(Record(1.0, "a", Direction.STORE, kind="entry", feed=fid, seq=1))
+    b.write(Record(1.0, "a", Direction.STORE, kind="chunk", feed=fid, seq=1, cnr=0))
+    b.write(Record(2.0, "a", Direction.TX, "lora0", b"e" * 124, "entry", air=0.205))
+    b.write(Record(2.2, "b", Direction.RX, "lora0", b"e" * 124, "entry", rssi=-100.0))
+    b.write(Record(2.2, "b", Direction.STORE, "lora0", kind="entry", feed=fid, seq=1))
+    assert not b.convergence().converged  # b lacks the chunk
+    b.write(Record(5.0, "b", Direction.DROP, "lora0", b"c" * 124, reason="collision"))
+    b.write(Record(9.5, "b", Direction.STORE, "lora0", kind="chunk", feed=fid, seq=1, cnr=0))
+    s = b.result()
+    c = s.convergence
+    assert c.converged and c.time == 9.5 and c.latencies == [8.5] and c.share == 1.0
+    assert s.tx_frames["entry"] == 1 and math.isclose(s.tx_airtime["entry"], 0.205)
+    assert s.rx_frames == 1 and s.collisions == 1
+    table = format_summary(s)
+    assert "converged: yes, at 9.5 s" in table and "collisions: 1" in table
