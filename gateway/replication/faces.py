@@ -89,48 +89,54 @@ class Face:
 
 
 class AirtimeBudget:
-    """Airtime spent in a sliding window, against a duty-cycle limit."""
+    """Airtime spent in a sliding window, against a duty-cycle limit.
+
+    Kept in whole microseconds, so that adding and expiring never drifts.
+    """
 
     __slots__ = ("_ledger", "_used", "limit", "window")
 
     def __init__(self, duty_cycle: float, window: float) -> None:
-        self.limit = duty_cycle * window  # seconds of airtime per window
+        self.limit = round(duty_cycle * window * 1e6)  # microseconds of airtime per window
         self.window = window
-        self._ledger: deque[tuple[float, float]] = deque()  # (start, airtime)
-        self._used = 0.0
+        self._ledger: deque[tuple[float, int]] = deque()  # (start, airtime in us)
+        self._used = 0
 
     def _expire(self, now: float) -> None:
-        expired = False
-        while self._ledger and self._ledger[0][0] <= now - self.window:
-            self._ledger.popleft()
-            expired = True
-        if expired:  # re-add rather than subtract: no drift from float sums
-            self._used = sum(spent for _, spent in self._ledger)
+        # the same comparison as ``earliest`` (start + window), so a transmission it
+        # schedules finds the budget freed at exactly that time
+        ledger, window = self._ledger, self.window
+        while ledger and ledger[0][0] + window <= now:
+            self._used -= ledger.popleft()[1]
 
     def used(self, now: float) -> float:
+        """Seconds of airtime spent in the window that ends at ``now``."""
         self._expire(now)
-        return self._used
+        return self._used / 1e6
 
     def allows(self, now: float, airtime: float) -> bool:
-        return self.used(now) + airtime <= self.limit + 1e-9
+        self._expire(now)
+        return self._used + round(airtime * 1e6) <= self.limit
 
     def earliest(self, now: float, airtime: float) -> float:
         """The first time at which a transmission of ``airtime`` fits the budget."""
         self._expire(now)
-        if airtime > self.limit:
+        need = round(airtime * 1e6)
+        if need > self.limit:
             return float("inf")
-        excess = self._used + airtime - self.limit
+        excess = self._used + need - self.limit
         t = now
         for start, spent in self._ledger:
-            if excess <= 1e-9:
+            if excess <= 0:
                 break
             excess -= spent
             t = start + self.window
         return max(t, now)
 
     def spend(self, now: float, airtime: float) -> None:
-        self._ledger.append((now, airtime))
-        self._used += airtime
+        us = round(airtime * 1e6)
+        self._ledger.append((now, us))
+        self._used += us
 
 
 @dataclass(slots=True)

@@ -63,7 +63,7 @@ class NodeStats:
 
 
 class _FaceState:
-    __slots__ = ("budget", "builder", "face", "next_tx", "queue", "timer")
+    __slots__ = ("budget", "builder", "face", "jittered", "next_tx", "queue", "timer")
 
     def __init__(self, face: Face, timer: RequestTimer, builder: RequestBuilder) -> None:
         self.face = face
@@ -71,6 +71,7 @@ class _FaceState:
         self.queue = SendQueue(face.queue_size)
         self.budget = AirtimeBudget(face.duty_cycle, face.duty_window) if face.duty_cycle else None
         self.next_tx = float("-inf")
+        self.jittered = False  # the head's random delay has been waited already
         self.timer = timer
 
     def ready_at(self, head: Queued) -> float:
@@ -326,6 +327,7 @@ class Node:
     def frames_to_send(self, now: float) -> list[Outgoing]:
         """Run due timers and return every frame that may go out at ``now``."""
         self._run_timers(now)
+        jitter = self.policy.tx_jitter
         out: list[Outgoing] = []
         for name, fs in self._faces.items():
             while (head := fs.queue.peek()) is not None:
@@ -336,6 +338,12 @@ class Node:
                         fs.queue.dropped += 1
                         continue
                     break
+                if jitter and fs.face.lora is not None and not fs.jittered:
+                    fs.jittered = True
+                    delay = self._rng.uniform(0.0, jitter * fs.face.airtime(len(head.packet)))
+                    fs.next_tx = max(fs.next_tx, now + delay)
+                    break
+                fs.jittered = False
                 q = fs.queue.pop()
                 airtime = fs.face.airtime(len(q.packet))
                 if fs.budget is not None:

@@ -65,6 +65,9 @@ class Policy:
     backoff_per_cycle: bool = False  # back off only after a whole pass over the set is quiet
     rearm_on_hint: bool = False  # request at once when a peer's WANT shows it has more
     suppress_overheard: bool = False  # drop queued packets a neighbour just sent
+    # on a radio face, wait U(0, tx_jitter x airtime) before a frame goes out, so that
+    # neighbours answering the same request do not all start in the same instant
+    tx_jitter: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0 < self.goset_interval_min <= self.goset_interval_max:
@@ -76,7 +79,7 @@ class Policy:
         if self.rtt_backoff < 1 or not 0 <= self.rtt_alpha < 1:
             raise ValueError("rtt_backoff must be >= 1 and rtt_alpha in [0, 1)")
         if min(self.help_budget, self.ask_budget, self.pending_max, self.pending_rounds,
-               self.claim_redundancy) < 0:
+               self.claim_redundancy, self.tx_jitter) < 0:
             raise ValueError("budgets must not be negative")
 
     def wants_feed(self, fid: bytes) -> bool:
@@ -109,6 +112,7 @@ DEFAULT = Policy(
     backoff_per_cycle=True,
     rearm_on_hint=True,
     suppress_overheard=True,
+    tx_jitter=2.0,
 )
 
 # For links with no airtime to save (WebSocket, UDP on a LAN): the same protocol with

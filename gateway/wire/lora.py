@@ -18,6 +18,7 @@ the simulator (channel occupancy) all take their numbers from here.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 from typing import Any
@@ -71,8 +72,9 @@ class LoRaParams:
         return self.symbol_s >= 0.016
 
     def airtime(self, frame_len: int) -> float:
-        """Seconds on air for a PHY payload of ``frame_len`` bytes."""
-        return airtime(self, frame_len)
+        """Seconds on air for a PHY payload of ``frame_len`` bytes (memoised: the
+        replication Node asks for every frame it queues)."""
+        return _airtime_cached(self, frame_len)
 
 
 def airtime(params: LoRaParams, frame_len: int) -> float:
@@ -86,6 +88,11 @@ def airtime(params: LoRaParams, frame_len: int) -> float:
     numerator = 8 * frame_len - 4 * sf + 28 + 16 * crc - 20 * ih
     n_payload = 8 + max(math.ceil(numerator / (4 * (sf - 2 * de))) * params.cr, 0)
     return (params.preamble + 4.25 + n_payload) * params.symbol_s
+
+
+@functools.lru_cache(maxsize=4096)
+def _airtime_cached(params: LoRaParams, frame_len: int) -> float:
+    return airtime(params, frame_len)
 
 
 def _plan(freq_mhz: float, bw_khz: int, sf: int, cr: int = 5, sync: int = SYNC_WORD_TINYSSB) -> LoRaParams:
