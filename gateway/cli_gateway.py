@@ -52,7 +52,7 @@ def gateway_config(args: argparse.Namespace, root: Path) -> GatewayConfig:
             if args.udp_loopback:
                 cfg.udp.loopback = True
         if args.serial:
-            cfg.serial = SerialConfig(args.serial, check_profile(args.profile or "EU868.b"),
+            cfg.serial = SerialConfig(args.serial, check_profile(args.profile or "EU868.a"),
                                       args.board)
         elif cfg.serial is not None and args.profile:
             cfg.serial.profile = check_profile(args.profile)
@@ -171,8 +171,8 @@ def add_gateway_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
                     help="deliver multicast to other gateways on this host (implies --udp)")
     sp.add_argument("--serial", metavar="PORT", help="the LoRa dongle's serial port")
     sp.add_argument("--profile", metavar="NAME",
-                    help="radio plan for the dongle (default EU868.b; `tinyssb dongle "
-                    "profiles` lists them)")
+                    help="radio plan for the dongle (default EU868.a: 868.3 MHz, 125 kHz, "
+                    "SF7; `tinyssb dongle profiles` lists them)")
     sp.add_argument("--board", help="the dongle's board (hardware/boards), for its serial lines")
     sp.add_argument("--ble", nargs="?", const="", metavar="ADDR",
                     help="BLE central: connect to ADDR, or scan for tinySSB peripherals")

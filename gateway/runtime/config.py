@@ -55,7 +55,7 @@ loopback = false          # also deliver to other gateways on this host
 
 [serial]
 port = ""                 # the LoRa dongle, e.g. "/dev/ttyUSB0" ("" = none)
-profile = "EU868.b"       # radio plan: tinyssb dongle profiles
+profile = "EU868.a"       # radio plan (868.3 MHz, 125 kHz, SF7): tinyssb dongle profiles
 board = ""                # board name from hardware/boards, for its serial lines
 duty_cycle = 0.01         # share of airtime the gateway may use
 
@@ -81,7 +81,7 @@ class UdpConfig:
 @dataclass(slots=True)
 class SerialConfig:
     port: str
-    profile: str = "EU868.b"
+    profile: str = "EU868.a"
     board: str | None = None
     duty_cycle: float = 0.01
 
@@ -285,7 +285,7 @@ def _parse(source: str, text: str) -> GatewayConfig:
         ser = _Reader(source, text, "serial", data["serial"])
         port = ser.get("port", str, "")
         if port:
-            name = ser.get("profile", str, "EU868.b")
+            name = ser.get("profile", str, "EU868.a")
             try:
                 check_profile(name)
             except ValueError as exc:
