@@ -131,7 +131,10 @@ class GosetSync:
         return True
 
     def full_claim(self) -> Claim | None:
-        return make_claim(self.keys, 0, len(self.keys) - 1) if self.keys else None
+        """The claim over the whole set (its XOR is the running state: no recount)."""
+        if not self.keys:
+            return None
+        return Claim(self.keys[0], self.keys[-1], self.state, len(self.keys))
 
     # --- receiving ------------------------------------------------------------------
     def on_packet(self, pkt: Claim | Novelty | Zap, face: str, now: float) -> None:

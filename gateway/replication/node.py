@@ -316,6 +316,14 @@ class Node:
         for fs in self._faces.values():
             if not fs.timer.due(now):
                 continue
+            if fs.budget is not None and self.policy.defer_requests:
+                # a request built now would only wait in the queue for the airtime budget
+                # and be replaced by a newer one: build it when it can go out
+                free_at = fs.budget.earliest(now, fs.face.airtime(_MIN_FRAME + 1))
+                if free_at > now:
+                    fs.timer.postpone(free_at if free_at != float("inf")
+                                      else now + self.policy.rtt_max)
+                    continue
             want = fs.builder.want(self._want_dmx, keys, self.store)
             fs.timer.sent(now, fs.builder.cycle_end)
             if want is not None:

@@ -68,6 +68,9 @@ class Policy:
     # on a radio face, wait U(0, tx_jitter x airtime) before a frame goes out, so that
     # neighbours answering the same request do not all start in the same instant
     tx_jitter: float = 0.0
+    # while a face's airtime budget is spent, build no WANT/CHNK (it would wait and be
+    # replaced): the request timer waits for the budget instead
+    defer_requests: bool = False
 
     def __post_init__(self) -> None:
         if not 0 < self.goset_interval_min <= self.goset_interval_max:
@@ -113,6 +116,7 @@ DEFAULT = Policy(
     rearm_on_hint=True,
     suppress_overheard=True,
     tx_jitter=2.0,
+    defer_requests=True,
 )
 
 # For links with no airtime to save (WebSocket, UDP on a LAN): the same protocol with

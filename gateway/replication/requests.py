@@ -253,6 +253,10 @@ class RequestTimer:
         self.rtt = max(p.rtt_alpha * self.rtt + (1 - p.rtt_alpha) * sample, p.rtt_min)
         self.next_at = min(self.next_at, self._sent_at + self.rtt)
 
+    def postpone(self, until: float) -> None:
+        """Not before ``until`` (the face cannot send earlier); the rtt stays as it is."""
+        self.next_at = max(self.next_at, until)
+
     def rearm(self, now: float) -> None:
         """A peer has more than we do: ask soon, at the initial pace."""
         self.rtt = min(self.rtt, self.policy.rtt_initial)
