@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from statistics import NormalDist
 
+from gateway.replication.faces import AirtimeBudget
 from gateway.wire.lora import LoRaParams
 
 from .phy import (
@@ -52,7 +53,6 @@ from .phy import (
 
 __all__ = [
     "ChannelKey",
-    "DutyLedger",
     "Link",
     "LoRaChannel",
     "Radio",
@@ -64,7 +64,6 @@ ChannelKey = tuple[int, int, int]  # frequency Hz, bandwidth Hz, spreading facto
 
 SHADOW_CLIP = 3.0  # shadowing draws are clipped to +/- this many sigma
 NOISE_MARGIN_DB = CAPTURE_THRESHOLD_DB + 3.0  # weaker than sensitivity minus this: noise
-DUTY_SLACK_US = 2  # the duty ledger rounds to whole microseconds: a tolerance of two
 
 SHADOW_BITS = 12  # shadowing draws take one of 2**12 equally likely normal quantiles
 SHADOW_LEVELS = 1 << SHADOW_BITS
@@ -83,38 +82,6 @@ def shadow_levels() -> tuple[float, ...]:
     normal = NormalDist()
     return tuple(max(-SHADOW_CLIP, min(SHADOW_CLIP, normal.inv_cdf((i + 0.5) / n)))
                  for i in range(n))
-
-
-class DutyLedger:
-    """Airtime one radio spent in the last ``window`` seconds, against its duty cycle.
-
-    The same rule as the Node's budget (a transmission counts from its start until
-    ``window`` later), kept in whole microseconds so that the running total never
-    drifts and stays O(1) per transmission however long the window.
-    """
-
-    __slots__ = ("_ledger", "_used", "limit_us", "window_us")
-
-    def __init__(self, duty_cycle: float, window: float) -> None:
-        self.limit_us = round(duty_cycle * window * 1e6)
-        self.window_us = round(window * 1e6)
-        self._ledger: deque[tuple[int, int]] = deque()  # (start, airtime) in us
-        self._used = 0
-
-    def used_us(self, now: float) -> int:
-        horizon = round(now * 1e6) - self.window_us + DUTY_SLACK_US
-        ledger = self._ledger
-        while ledger and ledger[0][0] <= horizon:
-            self._used -= ledger.popleft()[1]
-        return self._used
-
-    def allows(self, now: float, airtime: float) -> bool:
-        return self.used_us(now) + round(airtime * 1e6) <= self.limit_us + DUTY_SLACK_US
-
-    def spend(self, now: float, airtime: float) -> None:
-        spent = round(airtime * 1e6)
-        self._ledger.append((round(now * 1e6), spent))
-        self._used += spent
 
 
 @dataclass(slots=True, frozen=True)
@@ -141,7 +108,7 @@ class Radio:
     key: ChannelKey
     sensitivity: float
     noise_mw: float
-    budget: DutyLedger | None
+    budget: AirtimeBudget | None  # the same ledger as the Node keeps for its face
     busy_until: float = -math.inf
     own: deque[tuple[float, float]] = field(default_factory=deque)  # recent (start, end)
     arriving: deque[Transmission] = field(default_factory=deque)  # recent frames heard here
@@ -202,7 +169,7 @@ class LoRaChannel:
         if name in self._by_name:
             raise ValueError(f"radio {name!r} exists already")
         key = (params.frequency_hz, params.bandwidth_hz, params.sf)
-        budget = DutyLedger(duty_cycle, duty_window) if duty_cycle else None
+        budget = AirtimeBudget(duty_cycle, duty_window) if duty_cycle else None
         radio = Radio(len(self.radios), name, float(x), float(y), params, key,
                       sensitivity_dbm(params.sf, params.bandwidth_hz),
                       dbm_to_mw(noise_floor_dbm(params.bandwidth_hz)), budget)

@@ -71,6 +71,7 @@ STATS_UUID = "6e400004-7646-4b5b-9a50-71becce51558"
 MAX_WRITE = 127
 """The longest packet a peer takes in one write (the ESP32 accepts 1..127 bytes)."""
 MIN_ATT_MTU = PACKET_LEN + 3
+DEFAULT_ATT_MTU = 23  # the Bluetooth Core default, what a link has before negotiation
 """The ATT MTU a 120-byte packet needs in one write or notification."""
 
 STABLE_SECONDS = 30.0
@@ -486,7 +487,7 @@ class BleCentral(Link):
     def _check(self, client: GattClient) -> int:
         """Raise :class:`_Rejected` unless the peer offers the service as tinySSB does.
 
-        Returns the ATT MTU the RX characteristic reports (23 when unknown).
+        Returns the ATT MTU the RX characteristic reports (:data:`DEFAULT_ATT_MTU` when unknown).
         """
         services = client.services
         if services.get_service(SERVICE_UUID) is None:
@@ -501,7 +502,7 @@ class BleCentral(Link):
             raise _Rejected("its TX characteristic lacks READ, so it is a phone (the "
                             "reference ignores phones; set allow_phones to use it)")
         size = getattr(rx, "max_write_without_response_size", 20)
-        return int(size) + 3 if isinstance(size, int) else 23
+        return int(size) + 3 if isinstance(size, int) else DEFAULT_ATT_MTU
 
     @staticmethod
     def _att_mtu(client: GattClient, rx_mtu: int) -> int:
@@ -512,7 +513,8 @@ class BleCentral(Link):
             try:
                 reported = int(client.mtu_size)
             except (BleakError, NotImplementedError, AttributeError):
-                reported = 23
+                # a backend that cannot tell (bleak raises on some): assume no negotiation
+                reported = DEFAULT_ATT_MTU
         return max(reported, rx_mtu)
 
     # -- frames -------------------------------------------------------------------------

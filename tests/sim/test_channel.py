@@ -16,6 +16,7 @@ import pytest
 
 from firmware_sim import phy
 from firmware_sim.channel import LoRaChannel, Reception
+from gateway.replication.faces import AirtimeBudget
 from gateway.wire.crc import add_crc
 from gateway.wire.lora import profile
 
@@ -183,16 +184,19 @@ def test_far_links_are_thinned_without_changing_their_odds() -> None:
 
 
 def test_the_channel_never_refuses_what_the_nodes_own_budget_allows() -> None:
-    from firmware_sim.channel import DutyLedger
-    from gateway.replication.faces import AirtimeBudget
+    from gateway.replication.faces import Face
 
     rng = random.Random(3)
     for _ in range(20):
-        node, channel_side = AirtimeBudget(0.01, 3600.0), DutyLedger(0.01, 3600.0)
-        t = rng.uniform(0, 1000)
+        ch = LoRaChannel(FLAT, random.Random(1))
+        a = ch.add_radio("a", 0, 0, EU, duty_cycle=0.01, duty_window=3600.0)
+        face = Face.lora_radio("lora0", EU, duty_cycle=0.01)
+        node = AirtimeBudget(face.duty_cycle, face.duty_window)
+        free = rng.uniform(0, 1000)  # when the radio is idle again
         for _ in range(600):  # well past the budget: most frames wait for earliest()
-            air = rng.choice([0.205056, 0.06144, 0.1, 0.18176])
-            t = max(node.earliest(t, air), t + rng.uniform(0, 3))
-            assert channel_side.allows(t, air)
+            frame = add_crc(bytes(rng.choice([120, 105, 40, 60])))
+            air = face.airtime(len(frame) - 4)
+            t = max(node.earliest(free, air), free + rng.uniform(0, 3))
+            assert ch.transmit(a, frame, t) is not None
             node.spend(t, air)
-            channel_side.spend(t, air)
+            free = t + air
