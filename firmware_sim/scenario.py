@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.replication.policy import PRESETS
+from gateway.tomllines import TomlLines
 from gateway.wire.lora import PROFILES, LoRaParams
 
 from . import topology
@@ -125,62 +126,6 @@ class Scenario:
         ble = [n for n in self.nodes if "ble" in n.radios]
         return [(a.name, b.name) for i, a in enumerate(ble) for b in ble[i + 1:]
                 if math.hypot(a.x - b.x, a.y - b.y) <= self.ble.range_m]
-
-
-# --- finding lines --------------------------------------------------------------------
-
-_HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\"' ]+?)\s*\]\]?\s*(#.*)?$")
-
-
-class _Lines:
-    """Where each table of a TOML text starts, to point at the line of a key."""
-
-    def __init__(self, text: str) -> None:
-        self.lines = text.splitlines()
-        self._sections: list[tuple[str, int | None, int, int]] = []  # name, index, from, to
-        counts: dict[str, int] = {}
-        current: tuple[str, int | None, int] = ("", None, 0)
-        for no, raw in enumerate(self.lines):
-            m = _HEADER.match(raw)
-            if m is None:
-                continue
-            self._sections.append((*current, no))
-            name = m.group(2).replace('"', "").replace("'", "").strip()
-            index = None
-            if m.group(1) == "[[":
-                index = counts.get(name, 0)
-                counts[name] = index + 1
-            current = (name, index, no)
-        self._sections.append((*current, len(self.lines)))
-
-    def _range(self, table: str, index: int | None) -> tuple[int, int] | None:
-        for name, idx, start, end in self._sections:
-            if name == table and idx == index:
-                return start, end
-        return None
-
-    def find(self, table: str, index: int | None, key: str) -> int | None:
-        """1-based line of ``key = ...`` in the table (or of the table header)."""
-        span = self._range(table, index)
-        if span is None:
-            return None
-        start, end = span
-        pattern = re.compile(rf"^\s*(\"{re.escape(key)}\"|'{re.escape(key)}'|{re.escape(key)})"
-                             r"\s*=")
-        for no in range(start, end):
-            if pattern.match(self.lines[no]):
-                return no + 1
-        return start + 1 if table else None
-
-    def find_text(self, table: str, index: int | None, needle: str) -> int | None:
-        """1-based line of the first line in the table containing ``needle``."""
-        span = self._range(table, index)
-        if span is None:
-            return None
-        for no in range(*span):
-            if needle in self.lines[no]:
-                return no + 1
-        return None
 
 
 # --- reading values -------------------------------------------------------------------
@@ -314,7 +259,7 @@ _LINKS = ("kind", "a", "b", "latency", "rate")
 class _Parser:
     def __init__(self, text: str, source: str) -> None:
         self.source = source
-        self.lines = _Lines(text)
+        self.lines = TomlLines(text)
         try:
             self.data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:

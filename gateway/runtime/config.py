@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..replication.policy import Policy, policy_from_mapping
+from ..tomllines import TomlLines
 from ..wire.lora import PROFILES, LoRaParams, profile
 
 __all__ = [
@@ -144,28 +145,13 @@ _TABLES: dict[str, set[str]] = {
 }
 
 
-def _line_of(text: str, table: str | None, key: str) -> int | None:
-    """The line number where ``key`` is set (inside ``[table]`` if given), or None."""
-    current: str | None = None
-    pattern = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
-    for no, line in enumerate(text.splitlines(), 1):
-        header = re.match(r"^\s*\[([^\]]+)\]", line)
-        if header:
-            current = header.group(1).strip()
-            if table is None and current == key:
-                return no
-            continue
-        if current == table and pattern.match(line):
-            return no
-    return None
-
-
 class _Reader:
     """Typed look-ups in one table of the file, with errors that name the line."""
 
-    def __init__(self, source: str, text: str, table: str | None, data: dict[str, Any]) -> None:
+    def __init__(self, source: str, lines: TomlLines, table: str | None,
+                 data: dict[str, Any]) -> None:
         self.source = source
-        self.text = text
+        self.lines = lines
         self.table = table
         self.data = data
         known = _TABLES[table] if table else _TOP
@@ -174,7 +160,7 @@ class _Reader:
                 raise self.error(key, f"unknown key {key!r}; known: {', '.join(sorted(known))}")
 
     def error(self, key: str, message: str) -> ConfigError:
-        line = _line_of(self.text, self.table, key)
+        line = self.lines.find(self.table or "", None, key)
         where = f"{self.source}:{line}" if line else self.source
         name = f"{self.table}.{key}" if self.table else key
         return ConfigError(f"{where}: {name}: {message}")
@@ -242,7 +228,8 @@ def _parse(source: str, text: str) -> GatewayConfig:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML: {exc}") from None
-    top = _Reader(source, text, None, {k: v for k, v in data.items()})
+    lines = TomlLines(text)
+    top = _Reader(source, lines, None, {k: v for k, v in data.items()})
     cfg = GatewayConfig(source=source)
     cfg.name = top.get("name", str, cfg.name) or cfg.name
     cfg.status_interval = top.number("status_interval", cfg.status_interval, 0, 86400)
@@ -257,12 +244,13 @@ def _parse(source: str, text: str) -> GatewayConfig:
         cfg.policy = policy_from_mapping(cfg.policy_table)
     except ValueError as exc:
         bad = re.search(r"'([^']+)'", str(exc))
-        key = bad.group(1) if bad else "preset"
-        line = _line_of(text, "policy", key) or _line_of(text, "policy", "preset")
+        # the setting it names, or else the preset (an unknown preset names its value)
+        key = bad.group(1) if bad and bad.group(1) in cfg.policy_table else "preset"
+        line = lines.find("policy", None, key)
         where = f"{source}:{line}" if line else source
         raise ConfigError(f"{where}: [policy]: {exc}") from None
 
-    ws = _Reader(source, text, "websocket", data.get("websocket", {}))
+    ws = _Reader(source, lines, "websocket", data.get("websocket", {}))
     for item in ws.get("listen", list, []):
         try:
             cfg.ws_listen.append(parse_listen(item))
@@ -275,14 +263,14 @@ def _parse(source: str, text: str) -> GatewayConfig:
             raise ws.error("connect", str(exc)) from None
 
     if "udp" in data:
-        udp = _Reader(source, text, "udp", data["udp"])
+        udp = _Reader(source, lines, "udp", data["udp"])
         if udp.get("enabled", bool, True):
             cfg.udp = UdpConfig(udp.get("group", str, "239.5.5.8"), udp.port("port", 1558),
                                 udp.get("interface", str, "0.0.0.0"),
                                 udp.get("loopback", bool, False))
 
     if "serial" in data:
-        ser = _Reader(source, text, "serial", data["serial"])
+        ser = _Reader(source, lines, "serial", data["serial"])
         port = ser.get("port", str, "")
         if port:
             name = ser.get("profile", str, "EU868.a")
@@ -294,7 +282,7 @@ def _parse(source: str, text: str) -> GatewayConfig:
                                       ser.number("duty_cycle", 0.01, 0.0, 1.0))
 
     if "ble" in data:
-        ble = _Reader(source, text, "ble", data["ble"])
+        ble = _Reader(source, lines, "ble", data["ble"])
         if ble.get("enabled", bool, True):
             cfg.ble = BleConfig(ble.get("address", str, "") or None,
                                 int(ble.number("max_peers", 4, 1, 16)))
