@@ -209,6 +209,11 @@ class SendQueue:
         self.items[:] = [q for q in self.items if q.kind not in kinds]
         self._packets = {q.packet for q in self.items}
 
+    def discard_superseding(self, keys: set[str]) -> None:
+        """Remove every queued packet whose supersede key is one of ``keys``."""
+        self.items[:] = [q for q in self.items if q.supersede not in keys]
+        self._packets = {q.packet for q in self.items}
+
     def discard(self, packet: bytes) -> bool:
         """Remove ``packet`` if queued (a neighbour already sent it)."""
         if packet not in self._packets:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import random
 from collections import Counter
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from ..store.base import FeedStore
@@ -40,6 +41,7 @@ from .faces import AirtimeBudget, Face, FaceKind, Priority, Queued, SendQueue
 from .goset import GosetOut, GosetSync
 from .policy import DEFAULT, Policy
 from .requests import Answer, RequestBuilder, RequestTimer, answer_chnk, answer_want
+from .sets import BoundSet
 
 __all__ = ["Node", "NodeStats"]
 
@@ -63,11 +65,13 @@ class NodeStats:
 
 
 class _FaceState:
-    __slots__ = ("budget", "builder", "face", "jittered", "next_tx", "queue", "timer")
+    __slots__ = ("budget", "builder", "face", "jittered", "next_tx", "queue", "set_builders",
+                 "timer")
 
     def __init__(self, face: Face, timer: RequestTimer, builder: RequestBuilder) -> None:
         self.face = face
         self.builder = builder
+        self.set_builders: dict[str, RequestBuilder] = {}  # bound set name -> its builder
         self.queue = SendQueue(face.queue_size)
         self.budget = AirtimeBudget(face.duty_cycle, face.duty_window) if face.duty_cycle else None
         self.next_tx = float("-inf")
@@ -85,10 +89,17 @@ class _FaceState:
 
 
 class Node:
-    """One tinySSB node: a store, a GOSET, faces, and the replication logic between them."""
+    """One tinySSB node: a store, a GOSET, faces, and the replication logic between them.
+
+    Besides the GOSET the Node replicates *bound sets* (:meth:`set_keys`): named sets of
+    feeds whose WANT/CHNK vectors carry their own DMX, as tinyISP's per-contract sets.
+    ``goset_filter`` tells which feeds already in the store join the GOSET at start
+    (default: all); the others are only armed for their next entry.
+    """
 
     def __init__(self, store: FeedStore, *, policy: Policy = DEFAULT,
-                 rng: random.Random | None = None, name: str = "node", now: float = 0.0) -> None:
+                 rng: random.Random | None = None, name: str = "node", now: float = 0.0,
+                 goset_filter: Callable[[bytes], bool] | None = None) -> None:
         self.store = store
         self.policy = policy
         self.name = name
@@ -101,9 +112,12 @@ class Node:
         self._state = self.goset.state
         self._want_dmx = want_dmx(self._state)
         self._chnk_dmx = chnk_dmx(self._state)
+        self._sets: dict[str, BoundSet] = {}
+        self._set_dmx: dict[bytes, tuple[BoundSet, bool]] = {}  # DMX -> (set, is WANT)
         self.stats = NodeStats()
         for fid in store.feeds():  # held already: nothing to announce
-            self.goset.add(fid, now, force=True, announce=False)
+            if goset_filter is None or goset_filter(fid):
+                self.goset.add(fid, now, force=True, announce=False)
             self._arm(fid)
         self.goset.added.clear()
         self._refresh_state()
@@ -134,10 +148,14 @@ class Node:
         self._sync_goset(now)
         return True
 
-    def publish(self, key: FeedKey, content: bytes, now: float) -> Entry:
-        """Append ``content`` to our own feed (durable before it returns)."""
+    def publish(self, key: FeedKey, content: bytes, now: float, *,
+                announce: bool = True) -> Entry:
+        """Append ``content`` to our own feed (durable before it returns).
+
+        ``announce=False`` keeps the feed out of the GOSET (a feed that travels in a
+        bound set only, or inside another feed)."""
         entry = self.store.publish(key, content)
-        if self.goset.add(key.fid, now, force=True):
+        if announce and self.goset.add(key.fid, now, force=True):
             self._sync_goset(now)
         self._arm(key.fid)
         self._events.append(NewEntry(key.fid, entry.seq, entry.msg_id, 0, own=True))
@@ -148,6 +166,82 @@ class Node:
     def drain_events(self) -> list[Event]:
         events, self._events = self._events, []
         return events
+
+    # --- bound sets and feeds outside the GOSET ---------------------------------------
+    def set_keys(self, name: str, keys: Collection[bytes], now: float) -> None:
+        """Replicate ``keys`` as the bound set ``name`` (replacing its keys; an empty
+        collection drops the set). Feeds not held yet get an empty replica."""
+        if not keys:
+            self.drop_set(name)
+            return
+        new = BoundSet.of(name, keys)
+        old = self._sets.get(name)
+        if old is not None and old.keys == new.keys:
+            return
+        for fid in new.keys:
+            self.add_feed(fid, now)
+        self._install_set(new)
+        for fs in self._faces.values():
+            fs.timer.rearm(now)
+
+    def _install_set(self, new: BoundSet) -> None:
+        self._drop_set_tables(new.name)
+        self._sets[new.name] = new
+        self._set_dmx[new.want_dmx] = (new, True)
+        self._set_dmx[new.chnk_dmx] = (new, False)
+
+    def drop_set(self, name: str) -> None:
+        """Stop replicating the bound set ``name`` (its feeds stay in the store)."""
+        self._drop_set_tables(name)
+        self._sets.pop(name, None)
+        for fs in self._faces.values():
+            fs.set_builders.pop(name, None)
+
+    def _drop_set_tables(self, name: str) -> None:
+        old = self._sets.get(name)
+        if old is None:
+            return
+        for dmx in (old.want_dmx, old.chnk_dmx):
+            if (hit := self._set_dmx.get(dmx)) is not None and hit[0] is old:
+                del self._set_dmx[dmx]
+        for fs in self._faces.values():  # requests under the old keys reach nobody now
+            fs.queue.discard_superseding({old.want_tag, old.chnk_tag})
+
+    @property
+    def sets(self) -> dict[str, list[bytes]]:
+        """Bound sets: name -> keys (sorted)."""
+        return {name: list(bs.keys) for name, bs in self._sets.items()}
+
+    def add_feed(self, fid: bytes, now: float) -> None:
+        """Hold ``fid`` (an empty replica, armed for its next entry) outside the GOSET."""
+        if fid not in self.store:
+            self.store.add_feed(fid)
+            self._events.append(FeedAdded(fid))
+        self._arm(fid)
+
+    def forget(self, fid: bytes) -> None:
+        """Delete ``fid`` from the store, the DMX tables and every bound set."""
+        if fid in self.goset:
+            raise ValueError(f"feed {fid.hex()[:16]} is in the GOSET, which only grows")
+        dmx = self._dmx_of.pop(fid, None)
+        if dmx is not None and self._entry_dmx.get(dmx) == fid:
+            del self._entry_dmx[dmx]
+        for name, bs in list(self._sets.items()):
+            if fid not in bs.keys:
+                continue
+            rest = [k for k in bs.keys if k != fid]
+            if rest:
+                self._install_set(BoundSet.of(name, rest))
+            else:
+                self.drop_set(name)
+        if fid in self.store:
+            self.store.remove_feed(fid)
+
+    def ingest(self, now: float, packet: bytes) -> list[Stored]:
+        """One packet through the entry-DMX and chunk-hash tables, as if heard on a face
+        (a packet tunnelled inside another feed's entry). Never raises."""
+        report = self._ingest(bytes(packet))
+        return report.stored
 
     # --- tables ---------------------------------------------------------------------
     def _arm(self, fid: bytes) -> None:
@@ -169,7 +263,7 @@ class Node:
         self._want_dmx = want_dmx(state)
         self._chnk_dmx = chnk_dmx(state)
         for fs in self._faces.values():  # requests under the old state reach nobody now
-            fs.queue.discard_kinds({FrameKind.WANT, FrameKind.CHNK})
+            fs.queue.discard_superseding({"want", "chnk"})
 
     def _sync_goset(self, now: float) -> None:
         """Create replicas for keys the GOSET just added; recompute WANT/CHNK DMX."""
@@ -216,6 +310,11 @@ class Node:
             return self._on_want(now, fs, packet)
         if dmx == self._chnk_dmx:
             return self._on_chnk(fs, packet)
+        if (bound := self._set_dmx.get(dmx)) is not None:
+            bs, is_want = bound
+            if is_want:
+                return self._on_want(now, fs, packet, bs.keys)
+            return self._on_chnk(fs, packet, bs.keys)
         return self._on_data(now, fs, packet)
 
     def _on_goset(self, now: float, face: str, packet: bytes) -> RxReport:
@@ -231,12 +330,14 @@ class Node:
             return RxReport(FrameKind.NOVELTY, fid=pkt.key)
         return RxReport(FrameKind.ZAP, Drop.ZAP)
 
-    def _on_want(self, now: float, fs: _FaceState, packet: bytes) -> RxReport:
+    def _on_want(self, now: float, fs: _FaceState, packet: bytes,
+                 keys: list[bytes] | None = None) -> RxReport:
         try:
             want = decode_want(packet)
         except PacketError:
             return RxReport(FrameKind.WANT, Drop.BAD_REQUEST)
-        keys = self.goset.keys
+        if keys is None:
+            keys = self.goset.keys
         slots = want.slots(len(keys))
         if self.policy.rearm_on_hint:
             for fndx, seq in slots:
@@ -247,12 +348,14 @@ class Node:
         answers = answer_want(slots, keys, self.store, self.policy.credit)
         return RxReport(FrameKind.WANT, answers=self._queue_answers(fs, answers))
 
-    def _on_chnk(self, fs: _FaceState, packet: bytes) -> RxReport:
+    def _on_chnk(self, fs: _FaceState, packet: bytes,
+                 keys: list[bytes] | None = None) -> RxReport:
         try:
             requests = decode_chnk(packet)
         except PacketError:
             return RxReport(FrameKind.CHNK, Drop.BAD_REQUEST)
-        answers = answer_chnk(requests, self.goset.keys, self.store, self.policy.credit)
+        answers = answer_chnk(requests, self.goset.keys if keys is None else keys,
+                              self.store, self.policy.credit)
         return RxReport(FrameKind.CHNK, answers=self._queue_answers(fs, answers))
 
     def _queue_answers(self, fs: _FaceState, answers: list[Answer]) -> int:
@@ -265,6 +368,12 @@ class Node:
 
     def _on_data(self, now: float, fs: _FaceState, packet: bytes) -> RxReport:
         """An entry (by DMX) and/or a side-chain chunk (by hash)."""
+        report = self._ingest(packet)
+        if report.stored:
+            fs.timer.arrival(now)
+        return report
+
+    def _ingest(self, packet: bytes) -> RxReport:
         report = RxReport(FrameKind.UNKNOWN)
         fid = self._entry_dmx.get(packet[:DMX_LEN])
         bad = False
@@ -293,12 +402,8 @@ class Node:
                         FrameKind.CHUNK, sc.fid, sc.seq, sc.cnr)
                 if sc.chain_complete:
                     self._events.append(ChainComplete(sc.fid, sc.seq))
-        if report.stored:
-            fs.timer.arrival(now)
-        elif bad:
-            report.drop = Drop.BAD_ENTRY
-        else:
-            report.drop = Drop.NO_MATCH
+        if not report.stored:
+            report.drop = Drop.BAD_ENTRY if bad else Drop.NO_MATCH
         return report
 
     # --- sending --------------------------------------------------------------------
@@ -325,12 +430,22 @@ class Node:
                                       else now + self.policy.rtt_max)
                     continue
             want = fs.builder.want(self._want_dmx, keys, self.store)
-            fs.timer.sent(now, fs.builder.cycle_end)
-            if want is not None:
-                fs.queue.put(Queued(want, Priority.REQUEST, FrameKind.WANT, "want"))
-            chnk = fs.builder.chnk(self._chnk_dmx, keys, self.store)
-            if chnk is not None:
-                fs.queue.put(Queued(chnk, Priority.REQUEST, FrameKind.CHNK, "chnk"))
+            fs.timer.sent(now, fs.builder.cycle_end or not keys)
+            self._queue_requests(fs, fs.builder, want, self._chnk_dmx, keys, "")
+            for name, bs in self._sets.items():
+                builder = fs.set_builders.get(name)
+                if builder is None:
+                    builder = fs.set_builders[name] = RequestBuilder(self.policy)
+                want = builder.want(bs.want_dmx, bs.keys, self.store)
+                self._queue_requests(fs, builder, want, bs.chnk_dmx, bs.keys, ":" + name)
+
+    def _queue_requests(self, fs: _FaceState, builder: RequestBuilder, want: bytes | None,
+                        chnk_dmx_: bytes, keys: list[bytes], tag: str) -> None:
+        if want is not None:
+            fs.queue.put(Queued(want, Priority.REQUEST, FrameKind.WANT, "want" + tag))
+        chnk = builder.chnk(chnk_dmx_, keys, self.store)
+        if chnk is not None:
+            fs.queue.put(Queued(chnk, Priority.REQUEST, FrameKind.CHNK, "chnk" + tag))
 
     def frames_to_send(self, now: float) -> list[Outgoing]:
         """Run due timers and return every frame that may go out at ``now``."""
@@ -372,7 +487,7 @@ class Node:
         goset_t = self.goset.deadline()
         if goset_t is not None:
             times.append(goset_t)
-        has_keys = len(self.goset) > 0
+        has_keys = len(self.goset) > 0 or bool(self._sets)
         for fs in self._faces.values():
             if has_keys:
                 times.append(fs.timer.next_at)

@@ -1,0 +1,130 @@
+"""Bound sets (tinyISP's per-contract sets) and feeds that live outside the GOSET."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from gateway.replication import ChainComplete, FeedAdded, FrameKind, NewEntry, Node, Outgoing
+from gateway.store.memory import MemoryStore
+from gateway.wire.entry import FeedKey, build_feed
+from gateway.wire.goset import chnk_dmx, want_dmx, xor_keys
+
+from .mesh import Mesh, converged, verified_log
+
+
+def key(n: int) -> FeedKey:
+    return FeedKey.from_seed(n.to_bytes(32, "big"))
+
+
+def private_posts(node: Node, k: FeedKey, contents: list[bytes]) -> None:
+    for c in contents:
+        node.publish(k, c, 0.0, announce=False)
+
+
+def test_a_bound_set_replicates_its_feeds_with_vectors_of_its_own() -> None:
+    mesh = Mesh()
+    a, b = mesh.add("a"), mesh.add("b")
+    mesh.link("a", "b")
+    ka, kb = key(1), key(2)
+    contents = [b"hello", b"x" * 500, b"y" * 30]
+    private_posts(a, ka, contents)
+    private_posts(b, kb, [b"from b"])
+    sent: list[Outgoing] = []
+    mesh.on_tx = lambda _t, _src, out: sent.append(out)
+    for node in (a, b):
+        node.set_keys("ctrl", [ka.fid, kb.fid], mesh.now)
+    mesh.run_until(lambda: converged([a, b], {ka.fid: 3, kb.fid: 1}), limit=300)
+    assert b.store.read_content(ka.fid, 2) == b"x" * 500
+    assert verified_log(b.store, ka.fid)
+    state = xor_keys(sorted([ka.fid, kb.fid]))
+    dmx = {out.frame[:7] for out in sent if out.kind in (FrameKind.WANT, FrameKind.CHNK)}
+    assert want_dmx(state) in dmx and chnk_dmx(state) in dmx
+    # the feeds never joined the GOSET: no claim or novelty names them
+    assert ka.fid not in a.goset and ka.fid not in b.goset
+    assert not any(out.kind in (FrameKind.CLAIM, FrameKind.NOVELTY) for out in sent)
+
+
+def test_vectors_are_bound_to_the_key_set_both_sides_hold() -> None:
+    mesh = Mesh()
+    a, b = mesh.add("a"), mesh.add("b")
+    mesh.link("a", "b")
+    ka, other = key(1), key(9)
+    private_posts(a, ka, [b"one", b"two"])
+    a.set_keys("data", [ka.fid], mesh.now)
+    b.set_keys("data", [ka.fid, other.fid], mesh.now)  # not the same set: no answers
+    mesh.run_for(120)
+    assert b.store.replica(ka.fid).max_seq == 0
+    b.set_keys("data", [ka.fid], mesh.now)
+    mesh.run_until(lambda: b.store.replica(ka.fid).max_seq == 2, limit=120)
+    assert b.sets == {"data": [ka.fid]}
+
+
+def test_dropping_a_set_stops_its_replication_and_keeps_the_feeds() -> None:
+    mesh = Mesh()
+    a, b = mesh.add("a"), mesh.add("b")
+    mesh.link("a", "b")
+    ka = key(1)
+    private_posts(a, ka, [b"one"])
+    for node in (a, b):
+        node.set_keys("s", [ka.fid], mesh.now)
+    mesh.run_until(lambda: b.store.replica(ka.fid).max_seq == 1, limit=120)
+    b.set_keys("s", [], mesh.now)
+    private_posts(a, ka, [b"two"])
+    mesh.run_for(120)
+    assert b.sets == {} and b.store.replica(ka.fid).max_seq == 1
+    assert b.next_deadline() is None  # nothing left to ask for
+
+
+def test_feeds_outside_the_goset_stay_outside_after_a_restart() -> None:
+    store = MemoryStore()
+    node = Node(store, rng=random.Random(1))
+    shared, private = key(1), key(2)
+    node.publish(shared, b"public", 0.0)
+    node.publish(private, b"secret", 0.0, announce=False)
+    assert node.goset.keys == [shared.fid]
+    again = Node(store, rng=random.Random(1), goset_filter=lambda fid: fid != private.fid)
+    assert again.goset.keys == [shared.fid]
+    assert private.fid in again.store
+
+
+def test_tunnelled_packets_are_verified_and_may_arrive_out_of_order() -> None:
+    node = Node(MemoryStore(), rng=random.Random(1))
+    k = key(3)
+    entries = build_feed(k, [b"first", b"z" * 250, b"third"])
+    node.add_feed(k.fid, 0.0)
+    assert node.drain_events() == [FeedAdded(k.fid)]
+    second = entries[1]
+    assert node.ingest(1.0, second.packet) == []  # not armed yet: its predecessor is missing
+    stored = node.ingest(1.0, entries[0].packet)
+    assert [(s.seq, s.cnr) for s in stored] == [(1, None)]
+    assert [(s.seq, s.cnr) for s in node.ingest(2.0, second.packet)] == [(2, None)]
+    for chunk in second.chunks:
+        node.ingest(2.0, chunk)
+    events = node.drain_events()
+    assert [e.seq for e in events if isinstance(e, NewEntry)] == [1, 2]
+    assert ChainComplete(k.fid, 2) in events
+    assert node.store.read_content(k.fid, 2) == b"z" * 250
+    forged = bytearray(entries[2].packet)
+    forged[20] ^= 1
+    assert node.ingest(3.0, bytes(forged)) == []
+    assert node.store.replica(k.fid).max_seq == 2
+    assert node.drain_events() == []
+
+
+def test_forget_deletes_a_feed_everywhere_but_never_a_goset_feed() -> None:
+    node = Node(MemoryStore(), rng=random.Random(1))
+    public, a, b = key(1), key(2), key(3)
+    node.publish(public, b"p", 0.0)
+    private_posts(node, a, [b"a"])
+    node.set_keys("ctrl", [a.fid, b.fid], 0.0)
+    node.forget(a.fid)
+    assert a.fid not in node.store
+    assert node.sets == {"ctrl": [b.fid]}
+    node.forget(b.fid)
+    assert node.sets == {}
+    with pytest.raises(ValueError):
+        node.forget(public.fid)
+    entries = build_feed(a, [b"again"])
+    assert node.ingest(1.0, entries[0].packet) == []  # no longer armed
