@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from gateway.capture import Direction, Record, records_for_rx, records_for_tx
-from gateway.replication import Face, FaceKind, Node, Outgoing, Policy
+from gateway.replication import Event, Face, FaceKind, NewEntry, Node, Outgoing, Policy
 from gateway.replication.policy import DEFAULT
 from gateway.store.memory import MemoryStore
 from gateway.wire.entry import FeedKey
@@ -50,7 +50,8 @@ from .channel import LoRaChannel, Transmission
 from .links import LinkKind, PointLink
 from .phy import DUTY_CYCLE, PATH_LOSS_PRESETS, PathLoss
 
-__all__ = ["LORA_FACE", "RecordSink", "SimNode", "SimStats", "Simulation", "derive_seed"]
+__all__ = ["LORA_FACE", "App", "RecordSink", "SimNode", "SimStats", "Simulation",
+           "derive_seed"]
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +62,20 @@ _TX_END = 0  # a frame leaves the air: receptions are resolved first
 _DELIVER = 1  # a point-to-point frame arrives
 _PUBLISH = 2  # an application publishes an entry
 _WAKE = 3  # a node's deadline
+_CALL = 4  # a scheduled action (an application doing something at a set time)
 
 
 class RecordSink(Protocol):
     def write(self, record: Record) -> None: ...
+
+
+class App(Protocol):
+    """An application on a Node (tinyISP, for one): it sees the Node's events and may
+    publish in reply; the loop keeps handing it events until it publishes nothing more."""
+
+    def on_events(self, events: list[Event], now: float) -> None: ...
+    def next_deadline(self) -> float | None: ...
+    def on_timer(self, now: float) -> None: ...
 
 
 def derive_seed(seed: int, *labels: object) -> int:
@@ -86,6 +97,7 @@ class SimNode:
     links: dict[str, PointLink] = field(default_factory=dict)  # face name -> link
     wake_at: float = math.inf
     waiting: deque[Outgoing | bytes] = field(default_factory=deque)  # frames for a busy radio
+    app: App | None = None
 
 
 @dataclass(slots=True)
@@ -187,6 +199,20 @@ class Simulation:
             raise ValueError(f"unknown author {author!r}")
         self._push(max(t, self.now), _PUBLISH, self.members[author], (key, bytes(content)))
 
+    def attach(self, name: str, app: App) -> None:
+        """Run ``app`` on node ``name``: it gets every event of that Node from now on."""
+        member = self.members.get(name)
+        if member is None or member.node is None:
+            raise ValueError(f"cannot attach to {name!r}: no such node")
+        member.app = app
+        self._wake(member, self.now)
+
+    def call_at(self, t: float, name: str, action: Callable[[float], None]) -> None:
+        """Run ``action(now)`` at time ``t`` on behalf of node ``name`` (then service it)."""
+        if name not in self.members or self.members[name].node is None:
+            raise ValueError(f"unknown node {name!r}")
+        self._push(max(t, self.now), _CALL, self.members[name], action)
+
     # --- running ------------------------------------------------------------------------
     def next_time(self) -> float | None:
         """When the next event falls; None when nothing is scheduled."""
@@ -210,8 +236,11 @@ class Simulation:
                     self._service(member)
             elif kind == _DELIVER:
                 self._on_deliver(who, what)  # type: ignore[arg-type]
-            else:
+            elif kind == _PUBLISH:
                 self._on_publish(who, what)  # type: ignore[arg-type]
+            else:
+                what(t)  # type: ignore[operator]
+                self._service(who)  # type: ignore[arg-type]
             count += 1
             if progress is not None and count % every == 0:
                 progress(t)
@@ -241,10 +270,43 @@ class Simulation:
         """Let a Node send what it has now and ask when it wants to run next."""
         node = member.node
         assert node is not None
+        app = member.app
+        if app is not None:
+            self._run_app(member, app)
         for out in node.frames_to_send(self.now):
             self._send(member, out)
         node.drain_events()
         self._reschedule(member)
+
+    def _run_app(self, member: SimNode, app: App) -> None:
+        node = member.node
+        assert node is not None
+        due = app.next_deadline()
+        if due is not None and due <= self.now:
+            app.on_timer(self.now)
+        for _ in range(1000):  # an app that keeps publishing in reply to itself is a bug
+            events = node.drain_events()
+            if not events:
+                return
+            for event in events:
+                if isinstance(event, NewEntry) and event.own:
+                    self._record_own(member, event)
+            app.on_events(events, self.now)
+        log.warning("%s: its app did not settle", member.name)
+
+    def _record_own(self, member: SimNode, event: NewEntry) -> None:
+        """Store records of an entry the app published (entry and side-chain chunks)."""
+        self.stats.published += 1
+        self._record(Record(self.now, member.name, Direction.STORE, kind="entry",
+                            feed=event.fid, seq=event.seq))
+        if self.capture is None or member.node is None:
+            return
+        chunks = 0
+        while member.node.store.read_chunk(event.fid, event.seq, chunks) is not None:
+            chunks += 1
+        for cnr in range(chunks):
+            self._record(Record(self.now, member.name, Direction.STORE, kind="chunk",
+                                feed=event.fid, seq=event.seq, cnr=cnr))
 
     def _reschedule(self, member: SimNode) -> None:
         """Wake the Node at its next deadline (now, if it has something due).
@@ -255,6 +317,10 @@ class Simulation:
         thus cost one ``frames_to_send`` call.
         """
         deadline = member.node.next_deadline()  # type: ignore[union-attr]
+        if member.app is not None:
+            app_due = member.app.next_deadline()
+            if app_due is not None and (deadline is None or app_due < deadline):
+                deadline = app_due
         if deadline is not None:
             self._wake(member, max(deadline, self.now))
 
@@ -321,7 +387,7 @@ class Simulation:
                                              rssi=rssi, snr=snr):
                     self.capture.write(record)
             if report.drop is None:  # a dropped frame never brings a deadline forward
-                self._reschedule(member)
+                self._after_receive(member, bool(report.stored))
         if sender.waiting:
             self._pump(sender)
 
@@ -334,6 +400,12 @@ class Simulation:
             for record in records_for_rx(self.now, member.name, face, frame, report):
                 self.capture.write(record)
         if report.drop is None:
+            self._after_receive(member, bool(report.stored))
+
+    def _after_receive(self, member: SimNode, stored: bool) -> None:
+        if stored and member.app is not None:
+            self._wake(member, self.now)  # its app reads what arrived without delay
+        else:
             self._reschedule(member)
 
     def _on_publish(self, member: SimNode, what: tuple[FeedKey, bytes]) -> None:

@@ -13,6 +13,7 @@ from firmware_sim.engine import LORA_FACE, Simulation
 from firmware_sim.links import LinkKind, PointLink
 from firmware_sim.summary import SummaryBuilder, format_summary
 from gateway.capture import Direction, Record
+from gateway.replication import Event, NewEntry
 from gateway.wire.crc import add_crc
 from gateway.wire.lora import profile
 
@@ -150,3 +151,54 @@ def test_summary_from_hand_made_records() -> None:
     assert s.rx_frames == 1 and s.collisions == 1
     table = format_summary(s)
     assert "converged: yes, at 9.5 s" in table and "collisions: 1" in table
+
+
+class Echo:
+    """A toy app: answers every entry of ``watch`` with one entry of its own feed."""
+
+    def __init__(self, sim: Simulation, name: str, watch: bytes) -> None:
+        self.node = sim.nodes[name]
+        self.key = sim.feed_key(name, "echo")
+        self.watch = watch
+        self.seen: list[tuple[int, float]] = []
+        self.timer: float | None = None
+        self.fired: list[float] = []
+
+    def on_events(self, events: list[Event], now: float) -> None:
+        for e in events:
+            if isinstance(e, NewEntry) and e.fid == self.watch and not e.own:
+                self.seen.append((e.seq, now))
+                self.node.publish(self.key, b"echo %d" % e.seq, now)
+
+    def next_deadline(self) -> float | None:
+        return self.timer
+
+    def on_timer(self, now: float) -> None:
+        self.fired.append(now)
+        self.timer = None
+
+
+def test_an_app_sees_events_at_once_and_its_entries_are_captured() -> None:
+    sink = Sink()
+    sim = Simulation(seed=4, capture=sink, path_loss=FLAT)
+    sim.add_node("a", 0, 0, lora=EU)
+    sim.add_node("b", 100, 0, lora=EU)
+    key = sim.feed_key("a")
+    echo = Echo(sim, "b", key.fid)
+    echo.timer = 50.0
+    sim.attach("b", echo)
+
+    def say_hi(now: float) -> None:
+        sim.nodes["a"].publish(key, b"hi", now)
+
+    sim.call_at(5.0, "a", say_hi)
+    sim.run(900.0)
+    assert echo.fired == [50.0]
+    assert len(echo.seen) == 1
+    t_seen = echo.seen[0][1]
+    stored_at_b = [r.t for r in sink.of(Direction.STORE)
+                   if r.node == "b" and r.feed == key.fid]
+    assert stored_at_b == [t_seen]  # handled at the instant it was stored
+    own = [r for r in sink.of(Direction.STORE) if r.node == "b" and r.feed == echo.key.fid]
+    assert [(r.seq, r.t) for r in own] == [(1, t_seen)]
+    assert complete(sim, echo.key.fid, 1)
