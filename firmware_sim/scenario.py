@@ -105,6 +105,32 @@ class BleSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class ChatSpec:
+    """Client ``src`` sends ``messages`` c2c messages to ``dst`` through the ISP."""
+
+    src: str
+    dst: str
+    messages: int
+    interval: float
+    start: float
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class IspSpec:
+    """A tinyISP contract setup: one ISP node, its clients, their chats, a farewell."""
+
+    node: str
+    clients: tuple[str, ...]
+    onboard: float  # when the clients send their onboarding requests
+    feed_entries: int  # entries per data feed, ``prev`` and ``next`` included
+    max_unfinished: int  # data feeds a writer may have unfinished before it pauses
+    chats: tuple[ChatSpec, ...]
+    farewell_client: str | None
+    farewell_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class Scenario:
     name: str
     description: str
@@ -117,6 +143,7 @@ class Scenario:
     nodes: tuple[NodeSpec, ...]
     feeds: tuple[FeedSpec, ...]
     links: tuple[LinkSpec, ...]
+    isp: IspSpec | None = None
 
     def with_(self, **changes: Any) -> Scenario:
         return replace(self, **changes)
@@ -241,7 +268,10 @@ _REQUIRED = object()
 # --- the parser -----------------------------------------------------------------------
 
 _TOP = ("name", "description", "seed", "duration", "policy", "radio", "ble", "nodes",
-        "feeds", "links")
+        "feeds", "links", "isp", "chats")
+_ISP = ("node", "clients", "onboard", "feed_entries", "max_unfinished", "farewell")
+_FAREWELL = ("client", "at")
+_CHATS = ("from", "to", "messages", "interval", "start", "size")
 _RADIO = ("profile", "frequency", "bandwidth", "sf", "cr", "tx_power", "duty_cycle",
           "duty_window", "min_gap", "path_loss", "d0", "pl_d0", "gamma", "sigma")
 _BLE = ("range", "latency", "rate")
@@ -282,8 +312,9 @@ class _Parser:
         feeds = tuple(self._feed(t, i, names, duration)
                       for i, t in enumerate(self._array(top, "feeds")))
         links = tuple(self._link(t, names) for t in self._array(top, "links"))
+        isp = self._isp(top, names, duration)
         scenario = Scenario(name, description, self.source, seed, duration, policy, radio,
-                            ble, tuple(nodes), feeds, links)
+                            ble, tuple(nodes), feeds, links, isp)
         self._check_ble_links(scenario)
         self._check_reachable(scenario, origin_of)
         return scenario
@@ -431,6 +462,55 @@ class _Parser:
         size = t.integer("size", 100, 1, 64_000)
         return FeedSpec(f"feed{index}", authors, entries, interval, start, size,
                         t.flag("stagger", False))
+
+    # [isp] and [[chats]]
+    def _isp(self, top: _Table, names: list[str], duration: float) -> IspSpec | None:
+        chats_given = top.has("chats")
+        if not top.has("isp"):
+            if chats_given:
+                raise top.fail("chats", "chats travel through an ISP: add an [isp] table")
+            return None
+        t = self._table(top, "isp")
+        t.check_keys(_ISP)
+        node = t.text("node", _REQUIRED)
+        if node not in names:
+            raise t.fail("node", f"unknown node {node!r}")
+        raw = t.raw("clients", _REQUIRED)
+        if not (isinstance(raw, list) and raw and all(isinstance(c, str) for c in raw)):
+            raise t.fail("clients", f"must be a list of node names, got {raw!r}")
+        for c in raw:
+            if c not in names or c == node:
+                raise t.fail("clients", f"{c!r} is not a node other than the ISP")
+        clients = tuple(dict.fromkeys(raw))
+        onboard = t.seconds("onboard", 60.0)
+        feed_entries = t.integer("feed_entries", 50, 3, 10_000)
+        max_unfinished = t.integer("max_unfinished", 3, 1, 100)
+        client = at = None
+        if t.has("farewell"):
+            f = self._table(t, "farewell")
+            f.check_keys(_FAREWELL)
+            client = f.text("client", _REQUIRED)
+            if client not in clients:
+                raise f.fail("client", f"{client!r} is not one of the ISP's clients")
+            at = f.seconds("at", _REQUIRED)
+            if at >= duration:
+                raise f.fail("at", f"{at:g} s is not before the end of the run")
+        chats = []
+        for c in self._array(top, "chats"):
+            c.check_keys(_CHATS)
+            ends = []
+            for key in ("from", "to"):
+                who = c.text(key, _REQUIRED)
+                if who not in clients:
+                    raise c.fail(key, f"{who!r} is not one of the ISP's clients")
+                ends.append(who)
+            if ends[0] == ends[1]:
+                raise c.fail("to", "a chat needs two different clients")
+            chats.append(ChatSpec(ends[0], ends[1], c.integer("messages", _REQUIRED, 1, 100_000),
+                                  c.seconds("interval", 60.0, positive=True),
+                                  c.seconds("start", 0.0), c.integer("size", 40, 1, 10_000)))
+        return IspSpec(node, clients, onboard, feed_entries, max_unfinished, tuple(chats),
+                       client, at)
 
     # [[links]]
     def _link(self, t: _Table, names: list[str]) -> LinkSpec:

@@ -169,3 +169,50 @@ def test_syntax_errors_and_missing_files(tmp_path: Path) -> None:
     assert exc.key == "syntax" and exc.line == line_of(GOOD, "count = 3")
     with pytest.raises(ScenarioError, match="shipped: city-100"):
         load_scenario("no-such-scenario")
+
+
+ISP = GOOD + """
+[isp]
+node = "n1"
+clients = ["n0", "n2"]
+farewell = { client = "n2", at = "8m" }
+
+[[chats]]
+from = "n0"
+to = "n2"
+messages = 5
+interval = "30s"
+"""
+
+
+def test_an_isp_table_with_chats_parses(tmp_path: Path) -> None:
+    path = tmp_path / "isp.toml"
+    path.write_text(ISP)
+    s = load_scenario(path)
+    assert s.isp is not None
+    assert (s.isp.node, s.isp.clients, s.isp.feed_entries, s.isp.max_unfinished) == (
+        "n1", ("n0", "n2"), 50, 3)
+    assert (s.isp.farewell_client, s.isp.farewell_at) == ("n2", 480.0)
+    chat = s.isp.chats[0]
+    assert (chat.src, chat.dst, chat.messages, chat.interval, chat.size) == (
+        "n0", "n2", 5, 30.0, 40)
+
+
+@pytest.mark.parametrize("old,new,key,words", [
+    ('clients = ["n0", "n2"]', 'clients = ["n0", "n9"]', "clients", "'n9'"),
+    ('clients = ["n0", "n2"]', 'clients = ["n1", "n2"]', "clients", "other than the ISP"),
+    ('to = "n2"', 'to = "n0"', "to", "two different"),
+    ('client = "n2"', 'client = "n1"', "client", "not one of the ISP's clients"),
+    ('at = "8m"', 'at = "1h"', "at", "not before the end"),
+])
+def test_isp_mistakes_are_named(tmp_path: Path, old: str, new: str, key: str,
+                                words: str) -> None:
+    exc = error(ISP.replace(old, new), tmp_path)
+    assert key in str(exc) and words in str(exc)
+
+
+def test_chats_without_an_isp_are_refused(tmp_path: Path) -> None:
+    text = ISP.replace('[isp]\nnode = "n1"\nclients = ["n0", "n2"]\n'
+                       'farewell = { client = "n2", at = "8m" }\n', "")
+    exc = error(text, tmp_path)
+    assert "chats" in str(exc) and "[isp]" in str(exc)
