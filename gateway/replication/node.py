@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import random
 from collections import Counter
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from ..store.base import FeedStore
@@ -66,12 +66,14 @@ class NodeStats:
 
 class _FaceState:
     __slots__ = ("budget", "builder", "face", "jittered", "next_tx", "queue", "set_builders",
-                 "timer")
+                 "set_next", "set_turn", "timer")
 
     def __init__(self, face: Face, timer: RequestTimer, builder: RequestBuilder) -> None:
         self.face = face
         self.builder = builder
         self.set_builders: dict[str, RequestBuilder] = {}  # bound set name -> its builder
+        self.set_turn = 0  # budgeted faces: whose turn it is among the bound sets
+        self.set_next: str | None = None  # a bound set to ask before the others' turn
         self.queue = SendQueue(face.queue_size)
         self.budget = AirtimeBudget(face.duty_cycle, face.duty_window) if face.duty_cycle else None
         self.next_tx = float("-inf")
@@ -159,8 +161,11 @@ class Node:
             self._sync_goset(now)
         self._arm(key.fid)
         self._events.append(NewEntry(key.fid, entry.seq, entry.msg_id, 0, own=True))
+        bound = self._set_of([key.fid]) if self._sets else None
         for fs in self._faces.values():
             fs.timer.rearm(now)  # our next WANT carries the news
+            if bound is not None:
+                fs.set_next = bound
         return entry
 
     def drain_events(self) -> list[Event]:
@@ -313,7 +318,7 @@ class Node:
         if (bound := self._set_dmx.get(dmx)) is not None:
             bs, is_want = bound
             if is_want:
-                return self._on_want(now, fs, packet, bs.keys)
+                return self._on_want(now, fs, packet, bs)
             return self._on_chnk(fs, packet, bs.keys)
         return self._on_data(now, fs, packet)
 
@@ -331,19 +336,20 @@ class Node:
         return RxReport(FrameKind.ZAP, Drop.ZAP)
 
     def _on_want(self, now: float, fs: _FaceState, packet: bytes,
-                 keys: list[bytes] | None = None) -> RxReport:
+                 bound: BoundSet | None = None) -> RxReport:
         try:
             want = decode_want(packet)
         except PacketError:
             return RxReport(FrameKind.WANT, Drop.BAD_REQUEST)
-        if keys is None:
-            keys = self.goset.keys
+        keys = self.goset.keys if bound is None else bound.keys
         slots = want.slots(len(keys))
         if self.policy.rearm_on_hint:
             for fndx, seq in slots:
                 replica = self.store.get(keys[fndx])
                 if replica is not None and seq - 1 > replica.max_seq:
                     fs.timer.rearm(now)
+                    if bound is not None:
+                        fs.set_next = bound.name
                     break
         answers = answer_want(slots, keys, self.store, self.policy.credit)
         return RxReport(FrameKind.WANT, answers=self._queue_answers(fs, answers))
@@ -371,6 +377,8 @@ class Node:
         report = self._ingest(packet)
         if report.stored:
             fs.timer.arrival(now)
+            if self._sets and fs.set_next is None:  # more may follow: ask that set again
+                fs.set_next = self._set_of(s.fid for s in report.stored)
         return report
 
     def _ingest(self, packet: bytes) -> RxReport:
@@ -432,12 +440,35 @@ class Node:
             want = fs.builder.want(self._want_dmx, keys, self.store)
             fs.timer.sent(now, fs.builder.cycle_end or not keys)
             self._queue_requests(fs, fs.builder, want, self._chnk_dmx, keys, "")
-            for name, bs in self._sets.items():
+            for name, bs in self._sets_this_round(fs):
                 builder = fs.set_builders.get(name)
                 if builder is None:
                     builder = fs.set_builders[name] = RequestBuilder(self.policy)
                 want = builder.want(bs.want_dmx, bs.keys, self.store)
                 self._queue_requests(fs, builder, want, bs.chnk_dmx, bs.keys, ":" + name)
+
+    def _sets_this_round(self, fs: _FaceState) -> list[tuple[str, BoundSet]]:
+        """Every bound set on a free face; on an airtime-budgeted one, one set per
+        request round, in turn (a node with many contracts would otherwise spend its
+        duty cycle on WANTs and crowd its own queue). A set whose requests bring entries
+        or chunks, whose feed we just appended to, or whose peer's WANT shows it holds
+        more than we do goes before the others' turn."""
+        items = list(self._sets.items())
+        if fs.budget is None or len(items) <= 1:
+            return items
+        wanted, fs.set_next = fs.set_next, None
+        if wanted is not None and wanted in self._sets:
+            return [(wanted, self._sets[wanted])]
+        fs.set_turn = (fs.set_turn + 1) % len(items)
+        return [items[fs.set_turn]]
+
+    def _set_of(self, fids: Iterable[bytes]) -> str | None:
+        """The first bound set holding one of ``fids``."""
+        for fid in fids:
+            for name, bs in self._sets.items():
+                if fid in bs.keys:
+                    return name
+        return None
 
     def _queue_requests(self, fs: _FaceState, builder: RequestBuilder, want: bytes | None,
                         chnk_dmx_: bytes, keys: list[bytes], tag: str) -> None:

@@ -128,3 +128,22 @@ def test_forget_deletes_a_feed_everywhere_but_never_a_goset_feed() -> None:
         node.forget(public.fid)
     entries = build_feed(a, [b"again"])
     assert node.ingest(1.0, entries[0].packet) == []  # no longer armed
+
+
+def test_many_bound_sets_share_a_duty_cycled_radio_and_all_replicate() -> None:
+    """Ten sets on a 1 % LoRa face with a five-frame queue: asking all of them every
+    round would crowd the queue (and the duty cycle) so that the last ones never get a
+    turn; in turn, each one does."""
+    from gateway.replication import Face
+    from gateway.wire.lora import profile
+
+    face = Face.lora_radio("radio", profile("EU868.a"), duty_cycle=0.01, queue_size=5)
+    mesh = Mesh(face=face)
+    a, b = mesh.add("a"), mesh.add("b")
+    mesh.link("a", "b")
+    keys = [key(100 + i) for i in range(10)]
+    for i, k in enumerate(keys):
+        private_posts(a, k, [b"entry %d" % i])
+        for node in (a, b):
+            node.set_keys(f"set{i}", [k.fid], mesh.now)
+    mesh.run_until(lambda: converged([b], {k.fid: 1 for k in keys}), limit=4 * 3600)
