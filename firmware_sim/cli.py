@@ -122,7 +122,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path(f"{scenario.name}-{policy}-seed{seed}.cbor")
     progress = _Progress(scenario.duration, scenario.name)
     try:
-        summary = run_scenario(scenario, out, seed=seed, policy=policy, progress=progress)
+        summary = run_scenario(scenario, out, seed=seed, policy=policy, progress=progress,
+                               isp_direct=args.direct)
     finally:
         progress.close()
     print(format_summary(summary))
@@ -206,6 +207,9 @@ def add_sim_commands(sub: Any) -> None:
         if name == "run":
             p.add_argument("--out", "-o", metavar="FILE",
                            help="capture file (default: SCENARIO-POLICY-seedN.cbor here)")
+            p.add_argument("--direct", action="store_true",
+                           help="for a scenario with an [isp] table: no ISP, every chat on "
+                                "a plain feed replicated through the GOSET (the baseline)")
         else:
             p.add_argument("--node", required=True, metavar="NAME",
                            help="the node whose radio becomes the simulated dongle")

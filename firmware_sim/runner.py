@@ -17,6 +17,7 @@ from gateway.capture import CaptureWriter, Direction, Record
 from gateway.replication.policy import preset
 
 from .engine import RecordSink, Simulation, derive_seed
+from .isp_run import attach_isp, format_isp_report
 from .links import LinkKind
 from .scenario import Scenario
 from .summary import Summary, SummaryBuilder
@@ -74,7 +75,8 @@ def build(scenario: Scenario, *, seed: int | None = None, policy: str | None = N
     """A simulation of ``scenario`` with every node, link and publication in place.
 
     Nodes named in ``without`` are left out with their links and publications (the
-    real-time bridge puts a simulated dongle in their place).
+    real-time bridge puts a simulated dongle in their place). A scenario's tinyISP setup
+    is added by :func:`run_scenario` (or :func:`firmware_sim.isp_run.attach_isp`).
     """
     seed = scenario.seed if seed is None else seed
     radio = scenario.radio
@@ -143,15 +145,28 @@ class CaptureSinks:
 
 def run_scenario(scenario: Scenario, out: str | os.PathLike[str] | None, *,
                  seed: int | None = None, policy: str | None = None,
-                 progress: Callable[[float], None] | None = None) -> Summary:
-    """Run ``scenario`` to its end; write the capture to ``out`` (None: no file)."""
+                 progress: Callable[[float], None] | None = None,
+                 isp_direct: bool = False) -> Summary:
+    """Run ``scenario`` to its end; write the capture to ``out`` (None: no file).
+
+    A scenario with an ``[isp]`` table runs its clients and ISP (``isp_direct``: its
+    chats on plain feeds instead, the baseline); the summary's notes report the chats.
+    """
     seed = scenario.seed if seed is None else seed
     policy = policy or scenario.policy
-    sinks = CaptureSinks(capture_meta(scenario, seed, policy), out)
+    meta = capture_meta(scenario, seed, policy)
+    if scenario.isp is not None:
+        meta["isp"] = "direct" if isp_direct else "tinyisp"
+    sinks = CaptureSinks(meta, out)
     try:
         sim = build(scenario, seed=seed, policy=policy, capture=sinks.sink)
+        isp = (attach_isp(sim, scenario.isp, seed, direct=isp_direct)
+               if scenario.isp is not None else None)
         sim.run(scenario.duration, progress=progress)
     except BaseException:
         sinks.abort()
         raise
-    return sinks.close()
+    summary = sinks.close()
+    if isp is not None:
+        summary.notes.append(format_isp_report(isp, sim))
+    return summary

@@ -55,6 +55,7 @@ class Summary:
     rx_frames: int
     drops: Counter[str]
     end: float  # time of the last record
+    notes: list[str] = field(default_factory=list)  # what the run adds (a tinyISP report)
 
     @property
     def collisions(self) -> int:
@@ -194,4 +195,6 @@ def format_summary(s: Summary) -> str:
     if s.drops:
         lines.append("drops: " + ", ".join(f"{reason} {n}" for reason, n
                                            in sorted(s.drops.items(), key=lambda x: -x[1])))
+    for note in s.notes:
+        lines.extend(["", note])
     return "\n".join(lines)

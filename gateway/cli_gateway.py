@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .isp import IspError, Role
+from .isp.storage import KeyStoreError
 from .runtime.config import (
     CONFIG_FILE,
     EXAMPLE,
@@ -26,10 +28,11 @@ from .runtime.config import (
 )
 from .runtime.control import ControlError, request
 from .runtime.gateway import Gateway
+from .runtime.isp_service import RoleError
 from .runtime.links import build_links
 from .transports.base import LinkError
 
-__all__ = ["add_gateway_commands", "gateway_config"]
+__all__ = ["add_gateway_commands", "add_run_arguments", "cmd_run", "gateway_config"]
 
 log = logging.getLogger("tinyssb")
 
@@ -72,7 +75,8 @@ def gateway_config(args: argparse.Namespace, root: Path) -> GatewayConfig:
     return cfg
 
 
-def cmd_run(args: argparse.Namespace, user_error: UserErrorFactory, root: Path) -> int:
+def cmd_run(args: argparse.Namespace, user_error: UserErrorFactory, root: Path, *,
+            isp_role: Role | None = None) -> int:
     if args.example_config:
         print(EXAMPLE, end="")
         return 0
@@ -90,10 +94,10 @@ def cmd_run(args: argparse.Namespace, user_error: UserErrorFactory, root: Path) 
     if args.verbose == 0:  # the gateway's status lines are its output
         logging.getLogger().setLevel(logging.INFO)
         logging.getLogger("websockets").setLevel(logging.WARNING)
-    gateway = Gateway(root, cfg, build_links(cfg))
+    gateway = Gateway(root, cfg, build_links(cfg), isp_role=isp_role)
     try:
         asyncio.run(_serve(gateway))
-    except LinkError as exc:
+    except (LinkError, RoleError, IspError, KeyStoreError) as exc:
         raise user_error(str(exc)) from None
     return 0
 
@@ -156,6 +160,16 @@ def add_gateway_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
                         f"the config file (--config, default DATA/{CONFIG_FILE}) and the "
                         "flags, which add to it. SIGINT/SIGTERM stop it cleanly.")
     sp.set_defaults(func=bind(cmd_run))
+    add_run_arguments(sp)
+
+    help_status = "show a running gateway's faces, peers and feed counts"
+    sp = sub.add_parser("status", help=help_status, description=help_status)
+    sp.set_defaults(func=bind(cmd_status))
+    sp.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def add_run_arguments(sp: argparse.ArgumentParser) -> None:
+    """The flags of ``tinyssb run`` (``tinyssb isp serve`` takes them too)."""
     sp.add_argument("--config", metavar="FILE", help=f"TOML config (default: DATA/{CONFIG_FILE} "
                     "if present)")
     sp.add_argument("--example-config", action="store_true",
@@ -182,8 +196,3 @@ def add_gateway_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     sp.add_argument("--name", help="node name in logs and captures (default: gateway)")
     sp.add_argument("--status-interval", type=float, metavar="S",
                     help="seconds between status lines (0: none; default 10)")
-
-    help_status = "show a running gateway's faces, peers and feed counts"
-    sp = sub.add_parser("status", help=help_status, description=help_status)
-    sp.set_defaults(func=bind(cmd_status))
-    sp.add_argument("--json", action="store_true", help="machine-readable output")

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..capture import CaptureWriter, records_for_rx, records_for_tx
+from ..isp import IspError, Role
 from ..replication.events import ChainComplete, FeedAdded, NewEntry
 from ..replication.faces import Face
 from ..replication.node import Node
@@ -36,6 +37,7 @@ from ..wire.ident import format_id
 from .config import GatewayConfig
 from .control import SOCKET_FILE, ControlServer
 from .diagnose import FaceWatch
+from .isp_service import IspService, goset_filter, read_role
 
 __all__ = ["Gateway"]
 
@@ -47,8 +49,10 @@ class Gateway:
 
     def __init__(self, data_dir: Path, config: GatewayConfig, links: list[Link], *,
                  clock: Callable[[], float] = time.monotonic,
-                 wall: Callable[[], float] = time.time) -> None:
+                 wall: Callable[[], float] = time.time, isp_role: Role | None = None) -> None:
         self.data_dir = data_dir
+        self.isp_role = isp_role  # None: whatever role the data directory has, if any
+        self.isp: IspService | None = None
         self.config = config
         self.links = links
         self._clock = clock
@@ -85,8 +89,14 @@ class Gateway:
                 log.info("created a new identity %s", format_id(self.key.fid))
             now = self.now()
             self.started_at = now
+            role = self.isp_role or read_role(self.data_dir)
             self.node = Node(self.store, policy=self.config.policy, rng=random.Random(),
-                             name=self.config.name, now=now)
+                             name=self.config.name, now=now,
+                             goset_filter=goset_filter(self.data_dir))
+            if role is not None:
+                self.isp = IspService(self.node, self.key, self.data_dir, role, now)
+                log.info("tinyISP %s: %d contracts", role.value,
+                         len(self.isp.engine.contracts()))
             # our own feed joins the GOSET with its first entry (Node.publish), not before:
             # an empty key would only take one of the 100 places every implementation has
             if self.config.capture is not None:
@@ -152,9 +162,10 @@ class Gateway:
                 self._status_line(now)
                 next_status = now + cfg.status_interval
             deadline = min(next_flush, next_status)
-            node_deadline = self.node.next_deadline()
-            if node_deadline is not None:
-                deadline = min(deadline, node_deadline)
+            for due in (self.node.next_deadline(),
+                        self.isp.next_deadline() if self.isp is not None else None):
+                if due is not None:
+                    deadline = min(deadline, due)
             timeout = max(0.0, deadline - self.now())
             self._wake.clear()
             if timeout > 0:
@@ -167,6 +178,12 @@ class Gateway:
     # --- the pump ---------------------------------------------------------------------------
     def _pump(self, now: float) -> None:
         assert self.node is not None
+        events = self.node.drain_events()
+        if self.isp is not None:
+            self.isp.timer(now)
+            events = self.isp.settle(events, now)
+        for event in events:
+            self._on_event(event)
         for out in self.node.frames_to_send(now):
             send = self._sends.get(out.face)
             if send is None:
@@ -176,8 +193,6 @@ class Gateway:
                 self._since["tx"] += 1
                 if self._capture is not None:
                     self._capture.write(records_for_tx(self.unix(now), self.config.name, out))
-        for event in self.node.drain_events():
-            self._on_event(event)
 
     def _on_event(self, event: FeedAdded | NewEntry | ChainComplete) -> None:
         if isinstance(event, FeedAdded):
@@ -279,6 +294,9 @@ class Gateway:
                      "drops": dict(node.stats.drops),
                      "airtime": round(node.stats.airtime, 3)},
             "capture": str(self.config.capture) if self.config.capture else None,
+            "isp": ({"role": self.isp.role.value,
+                     "contracts": len(self.isp.engine.contracts())}
+                    if self.isp is not None else None),
         }
 
     def _face_link_name(self, face: str) -> str | None:
@@ -299,4 +317,14 @@ class Gateway:
             log.info("published #%d (%d B) on request", entry.seq, len(content))
             self._wake.set()
             return {"ok": True, "seq": entry.seq, "id": format_id(self.key.fid)}
-        raise ValueError(f"unknown request {cmd!r}; known: status, publish")
+        if cmd == "isp":
+            if self.isp is None:
+                return {"ok": False, "error": "this gateway runs no tinyISP; stop it and "
+                        "run `tinyssb isp serve` (ISP) or `tinyssb isp onboard ISP` (client)"}
+            try:
+                answer = self.isp.handle(req, self.now())
+            except IspError as exc:
+                return {"ok": False, "error": str(exc)}
+            self._wake.set()
+            return answer
+        raise ValueError(f"unknown request {cmd!r}; known: status, publish, isp")

@@ -42,11 +42,12 @@ def line_of(text: str, needle: str) -> int:
 
 def test_the_shipped_scenarios_load() -> None:
     names = list(shipped_scenarios())
-    for required in ("line-5", "grid-25", "random-50", "city-100", "islands-ip"):
+    for required in ("line-5", "grid-25", "random-50", "city-100", "islands-ip",
+                     "isp-islands"):
         assert required in names
     for name in names:
         s = load_scenario(name)
-        assert s.name == name and s.nodes and s.feeds and s.duration > 0
+        assert s.name == name and s.nodes and (s.feeds or s.isp) and s.duration > 0
     city = load_scenario("city-100")
     assert len(city.nodes) == 100 and city.duration == 24 * 3600
     assert all(f.interval == 3600 and len(f.authors) == 100 for f in city.feeds)
