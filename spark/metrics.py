@@ -1,0 +1,410 @@
+"""The analysis as DataFrame jobs: convergence, latency, airtime, duplicates, stalls.
+
+Input: the records of a campaign (``dataset.load_records``: one row per capture record,
+partition column ``run``) and one row per run (``dataset.runs_frame``). Output: the
+tables of :class:`Tables`, all plain DataFrames; ``docs/spark.md`` defines every column.
+
+Words used below, as in ``firmware_sim/summary.py``:
+
+- an *item* is an entry (item number -1) or one of its side-chain chunks (its ``cnr``);
+- an entry is *published* where its author records ``store`` records without a face;
+- a node *holds* an entry once it has stored every item of it; for an entry published in
+  the run the items are those its author stored, otherwise those of the node that
+  stored the most of it;
+- the *tracked* entries of a run are the ones published in it (or, in a run that records
+  no publication at all, such as gateway captures, every entry stored);
+- the *nodes* of a run are those its headers declare, else those that recorded anything.
+
+Frames heard but dropped carry no decode (the Node could not match them, or the channel
+lost them). Such a frame is identified by its bytes: the run's *catalogue* maps the hash
+of every frame sent (``tx``) or decoded (``rx``) in the run to its kind, feed, seq,
+chunk number and airtime. Duplicates are entry/chunk frames that reached a Node and
+stored nothing (``drop``, reason ``no_match``); *redundant* receptions are those whose
+item the node held already.
+
+All joins on big inputs are broadcast joins against small, aggregated sides (the
+catalogue has one row per distinct frame, the held items one per stored item), so the
+records are read three times and shuffled only after aggregation. No Python UDFs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from .schema import COLLISION, DUTY_CYCLE, ENTRY_ITEM, NO_MATCH, NODE_REASONS, PAYLOAD_KINDS
+
+__all__ = ["Tables", "compute"]
+
+
+@dataclass(slots=True)
+class Tables:
+    """Every table of a report; names as in ``docs/spark.md``."""
+
+    runs: DataFrame        # one row per run: convergence, airtime, duplicates, stalls
+    groups: DataFrame      # one row per (scenario, policy): the runs aggregated
+    entries: DataFrame     # one row per (run, feed, seq)
+    deliveries: DataFrame  # one row per (run, node, feed, seq): when the node held it
+    curve: DataFrame       # per run: share of (node, entry) pairs held over time
+    nodes: DataFrame       # one row per (run, node)
+    node_kind: DataFrame   # one row per (run, node, kind): frames, bytes, airtime
+    drops: DataFrame       # one row per (run, node, reason, kind)
+    stalls: DataFrame      # one row per (run, node, feed, seq) never held completely
+    group_kind: DataFrame  # one row per (scenario, policy, kind): mean per run
+
+    def items(self) -> list[tuple[str, DataFrame]]:
+        return [(f.name, getattr(self, f.name)) for f in fields(self)]
+
+
+def _i(cond: Column) -> Column:
+    return F.when(cond, 1).otherwise(0)
+
+
+def _hex(col: str) -> Column:
+    return F.lower(F.hex(F.col(col)))
+
+
+# --- stores: who held which item when --------------------------------------------------
+
+def _items(records: DataFrame) -> DataFrame:
+    """(run, node, feed, seq, item): first store time; ``own``: stored by its author."""
+    stores = records.where((F.col("dir") == "store") & F.col("feed").isNotNull()
+                           & F.col("seq").isNotNull())
+    return (stores
+            .groupBy("run", "node", "feed", "seq",
+                     F.coalesce(F.col("cnr"), F.lit(ENTRY_ITEM)).alias("item"))
+            .agg(F.min("t").alias("t"),
+                 F.min(F.when(F.col("face").isNull(), F.col("t"))).alias("own_t")))
+
+
+def _entries(items: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """Per (run, node, feed, seq) what the node held; per (run, feed, seq) the entry."""
+    node_entry = (items.groupBy("run", "node", "feed", "seq")
+                  .agg(F.count("*").alias("items_held"),
+                       F.min("t").alias("first_item_t"),
+                       F.max("t").alias("last_t"),
+                       F.min(F.when(F.col("item") == ENTRY_ITEM, F.col("t"))).alias("entry_t"),
+                       F.array_sort(F.collect_set("item")).alias("held_set")))
+    published = (items.where(F.col("own_t").isNotNull())
+                 .groupBy("run", "feed", "seq")
+                 .agg(F.min("own_t").alias("pub_t"),
+                      F.count("*").alias("pub_items"),
+                      F.array_sort(F.collect_set("item")).alias("pub_set"),
+                      F.min("node").alias("author")))
+    seen = (node_entry.groupBy("run", "feed", "seq")
+            .agg(F.min("first_item_t").alias("first_store_t"),
+                 F.max("last_t").alias("last_store_t"),
+                 F.max("items_held").alias("max_held"),
+                 F.array_sort(F.array_distinct(F.flatten(F.collect_list("held_set"))))
+                 .alias("seen_set")))
+    runs_publishing = published.select("run").distinct().withColumn("publishing", F.lit(True))
+    entries = (seen.join(published, ["run", "feed", "seq"], "left")
+               .join(runs_publishing, "run", "left")
+               .select("run", "feed", "seq",
+                       F.col("pub_t").isNotNull().alias("published"),
+                       (F.col("pub_t").isNotNull() | F.col("publishing").isNull())
+                       .alias("tracked"),
+                       "author", "pub_t",
+                       F.coalesce("pub_t", "first_store_t").alias("first_t"),
+                       F.coalesce("pub_items", "max_held").alias("items"),
+                       F.coalesce("pub_set", "seen_set").alias("item_set"),
+                       "last_store_t"))
+    return node_entry, entries
+
+
+# --- traffic: frames, bytes, airtime, duplicates ---------------------------------------
+
+def _frame_hash() -> Column:
+    return F.when(F.col("frame").isNotNull(), F.xxhash64("frame"))
+
+
+def _catalogue(records: DataFrame) -> DataFrame:
+    """(run, fh) of every frame sent or decoded: its kind, item and airtime."""
+    known = records.where(F.col("dir").isin("tx", "rx") & F.col("frame").isNotNull()
+                          & F.col("kind").isNotNull() & (F.col("kind") != "unknown"))
+    return (known.groupBy("run", _frame_hash().alias("fh"))
+            .agg(F.max("kind").alias("c_kind"), F.max("feed").alias("c_feed"),
+                 F.max("seq").alias("c_seq"), F.max("cnr").alias("c_cnr"),
+                 F.avg(F.when(F.col("dir") == "tx", F.col("air"))).alias("c_air")))
+
+
+def _traffic(records: DataFrame, items: DataFrame) -> DataFrame:
+    """Frames, bytes, airtime, duplicates per (run, node, kind, dir, reason, dup entry)."""
+    catalogue = _catalogue(records)
+    held = items.select(F.col("run").alias("h_run"), F.col("node").alias("h_node"),
+                        F.col("feed").alias("h_feed"), F.col("seq").alias("h_seq"),
+                        F.col("item").alias("h_item"), F.col("t").alias("h_t"))
+    frames = (records.where(F.col("dir") != "store")
+              .select("run", "node", "dir", "kind", "reason", "feed", "seq", "cnr", "air",
+                      "t", _frame_hash().alias("fh"),
+                      F.coalesce(F.length("frame"), F.lit(0)).alias("bytes"))
+              .join(F.broadcast(catalogue), ["run", "fh"], "left"))
+    known = F.col("kind").isNotNull() & (F.col("kind") != "unknown")
+    kind = F.when(known, F.col("kind")).otherwise(F.coalesce("c_kind", "kind", F.lit("unknown")))
+    frames = frames.select(
+        "run", "node", "dir", "reason", "t", "bytes", kind.alias("kind_i"),
+        F.coalesce("feed", "c_feed").alias("feed_i"), F.coalesce("seq", "c_seq").alias("seq_i"),
+        F.coalesce("cnr", "c_cnr").alias("cnr_i"),
+        F.when(F.col("dir") == "tx", F.col("air")).otherwise(F.col("c_air")).alias("air_i"))
+    dup = ((F.col("dir") == "drop") & (F.col("reason") == NO_MATCH)
+           & F.col("kind_i").isin(*PAYLOAD_KINDS))
+    item = F.when(F.col("kind_i") == "chunk", F.col("cnr_i")).otherwise(F.lit(ENTRY_ITEM))
+    frames = (frames.withColumn("dup", dup)
+              .withColumn("dup_feed", F.when(F.col("dup"), F.col("feed_i")))
+              .withColumn("dup_seq", F.when(F.col("dup"), F.col("seq_i")))
+              .withColumn("dup_item", F.when(F.col("dup"), item)))
+    cond = [frames.run == held.h_run, frames.node == held.h_node,
+            frames.dup_feed == held.h_feed, frames.dup_seq == held.h_seq,
+            frames.dup_item == held.h_item]
+    frames = frames.join(F.broadcast(held), cond, "left")
+    redundant = F.col("dup") & F.col("h_t").isNotNull() & (F.col("h_t") <= F.col("t"))
+    return (frames
+            .groupBy("run", "node", F.col("kind_i").alias("kind"), "dir", "reason",
+                     "dup_feed", "dup_seq")
+            .agg(F.count("*").alias("frames"), F.sum("bytes").alias("bytes"),
+                 F.sum(F.coalesce("air_i", F.lit(0.0))).alias("air"),
+                 F.sum(_i(F.col("dup"))).alias("dups"),
+                 F.sum(_i(redundant)).alias("redundant"),
+                 F.min("t").alias("first_t"), F.max("t").alias("last_t")))
+
+
+def _node_kind(traffic: DataFrame) -> DataFrame:
+    d, r = F.col("dir"), F.col("reason")
+    received = (d == "rx") | ((d == "drop") & r.isin(*NODE_REASONS))
+    lost = (d == "drop") & ~r.isin(*NODE_REASONS) & (r != DUTY_CYCLE)
+
+    def total(cond: Column, col: str = "frames") -> Column:
+        return F.sum(F.when(cond, F.col(col)).otherwise(0))
+
+    return (traffic.groupBy("run", "node", "kind")
+            .agg(total(d == "tx").alias("tx_frames"), total(d == "tx", "bytes").alias("tx_bytes"),
+                 total(d == "tx", "air").alias("tx_air"),
+                 total(received).alias("rx_frames"), total(received, "bytes").alias("rx_bytes"),
+                 total(received, "air").alias("rx_air"),
+                 F.sum("dups").alias("duplicates"), F.sum("redundant").alias("redundant"),
+                 total(lost).alias("lost"), total(r == COLLISION).alias("collisions"),
+                 total(r == DUTY_CYCLE).alias("refused"), total(d == "drop").alias("drops"))
+            .withColumn("tx_air", F.col("tx_air").cast("double"))
+            .withColumn("rx_air", F.col("rx_air").cast("double")))
+
+
+# --- the tables -------------------------------------------------------------------------
+
+def _run_nodes(runs: DataFrame, traffic: DataFrame, items: DataFrame) -> DataFrame:
+    declared = runs.select("run", F.explode("declared_nodes").alias("node"))
+    seen = traffic.select("run", "node").union(items.select("run", "node")).distinct()
+    undeclared = seen.join(declared.select("run").distinct(), "run", "left_anti")
+    return declared.union(undeclared).distinct()
+
+
+def _pairs(entries: DataFrame, node_entry: DataFrame, run_nodes: DataFrame) -> DataFrame:
+    """Every (run, node, entry): when the node held the entry, if it did."""
+    complete = F.col("items_held") >= F.col("items")
+    return (entries.select("run", "feed", "seq", "tracked", "author", "first_t", "items")
+            .join(run_nodes, "run")
+            .join(node_entry, ["run", "node", "feed", "seq"], "left")
+            .withColumn("items_held", F.coalesce("items_held", F.lit(0)))
+            .select("run", "node", "feed", "seq", "tracked",
+                    (F.col("node") == F.coalesce("author", F.lit(""))).alias("own"),
+                    "first_t", "entry_t", "items", "items_held", complete.alias("complete"),
+                    F.when(complete, F.col("last_t")).alias("complete_t"),
+                    F.when(complete, F.col("last_t") - F.col("first_t")).alias("latency"),
+                    F.col("last_t").alias("last_progress_t"), "held_set"))
+
+
+def _pct(col: str, p: float) -> Column:
+    return F.percentile(F.col(col), F.lit(p))
+
+
+def compute(records: DataFrame, runs: DataFrame) -> Tables:
+    """Build (lazily) every table of the report from a campaign's records."""
+    items = _items(records).cache()
+    node_entry, entries = _entries(items)
+    traffic = _traffic(records, items).cache()
+    run_nodes = _run_nodes(runs, traffic, items).cache()
+    pairs = _pairs(entries, node_entry, run_nodes).cache()
+    tracked = pairs.where("tracked")
+
+    # entries: per (run, feed, seq)
+    dup_per_entry = (traffic.where(F.col("dup_feed").isNotNull())
+                     .groupBy("run", F.col("dup_feed").alias("feed"), F.col("dup_seq").alias("seq"))
+                     .agg(F.sum("dups").alias("duplicates"), F.sum("redundant").alias("redundant")))
+    entry_status = (pairs.groupBy("run", "feed", "seq")
+                    .agg(F.count("*").alias("nodes"), F.sum(_i(F.col("complete"))).alias("held_by"),
+                         F.max("complete_t").alias("last_complete_t")))
+    entries_t = (entries.join(entry_status, ["run", "feed", "seq"], "left")
+                 .join(dup_per_entry, ["run", "feed", "seq"], "left")
+                 .withColumn("complete_all", F.col("held_by") == F.col("nodes"))
+                 .withColumn("complete_all_t", F.when(F.col("complete_all"), F.greatest(
+                     "last_complete_t", "first_t")))
+                 .select("run", _hex("feed").alias("feed"), "seq", "published", "tracked",
+                         "author", "first_t", "items", "nodes", "held_by", "complete_all",
+                         "complete_all_t",
+                         (F.col("complete_all_t") - F.col("first_t")).alias("spread"),
+                         F.col("last_store_t").alias("last_progress_t"),
+                         F.coalesce("duplicates", F.lit(0)).alias("duplicates"),
+                         F.coalesce("redundant", F.lit(0)).alias("redundant"))
+                 .cache())
+
+    deliveries = pairs.select("run", "node", _hex("feed").alias("feed"), "seq", "tracked", "own",
+                              "first_t", "entry_t", "complete_t", "latency", "items",
+                              "items_held", "complete")
+
+    # nodes: per (run, node)
+    node_status = (tracked.groupBy("run", "node")
+                   .agg(F.count("*").alias("entries"), F.sum(_i(F.col("complete"))).alias("held"),
+                        F.max("complete_t").alias("done_t")))
+    node_kind = _node_kind(traffic).cache()
+    node_traffic = (node_kind.groupBy("run", "node")
+                    .agg(*[F.sum(c).alias(c) for c in (
+                        "tx_frames", "tx_bytes", "tx_air", "rx_frames", "rx_bytes", "rx_air",
+                        "duplicates", "redundant", "lost", "collisions", "refused", "drops")]))
+    nodes = (run_nodes.join(node_status, ["run", "node"], "left")
+             .join(node_traffic, ["run", "node"], "left")
+             .na.fill(0, ["entries", "held", "tx_frames", "tx_bytes", "rx_frames", "rx_bytes",
+                          "duplicates", "redundant", "lost", "collisions", "refused", "drops"])
+             .na.fill(0.0, ["tx_air", "rx_air"])
+             .withColumn("complete", F.col("held") == F.col("entries"))
+             .withColumn("complete_t", F.when(F.col("complete"), F.col("done_t")))
+             .withColumn("share", F.when(F.col("entries") > 0, F.col("held") / F.col("entries"))
+                         .otherwise(1.0))
+             .drop("done_t")
+             .cache())
+
+    runs_t = _runs_table(runs, nodes, entries_t, tracked, traffic, items).cache()
+    curve = _curve(tracked, runs_t)
+    stalls = (tracked.where(~F.col("complete"))
+              .join(entries.select("run", "feed", "seq", "item_set",
+                                   F.col("last_store_t").alias("entry_last_progress_t")),
+                    ["run", "feed", "seq"])
+              .withColumn("missing", F.array_except(
+                  "item_set", F.coalesce("held_set", F.array().cast("array<bigint>"))))
+              .join(runs_t.select("run", "end_t"), "run")
+              .select("run", "node", _hex("feed").alias("feed"), "seq", "first_t", "items",
+                      "items_held",
+                      F.when(F.col("items_held") == 0, F.lit("nothing"))
+                      .when(F.col("entry_t").isNull(), F.lit("entry missing"))
+                      .otherwise(F.lit("side chain incomplete")).alias("state"),
+                      F.array_contains("missing", ENTRY_ITEM).alias("entry_missing"),
+                      F.filter("missing", lambda x: x >= 0).alias("missing_chunks"),
+                      "last_progress_t", "entry_last_progress_t", "end_t"))
+    drops = (traffic.where(F.col("dir") == "drop")
+             .groupBy("run", "node", "reason", "kind")
+             .agg(F.sum("frames").alias("frames"), F.sum("bytes").alias("bytes")))
+    groups = _groups(runs_t, tracked)
+    group_kind = (node_kind.join(runs_t.select("run", "scenario", "policy"), "run")
+                  .groupBy("scenario", "policy", "kind")
+                  .agg(*[F.sum(c).alias(c) for c in ("tx_frames", "tx_bytes", "tx_air",
+                                                      "rx_frames", "duplicates", "collisions")])
+                  .join(groups.select("scenario", "policy", "runs"), ["scenario", "policy"])
+                  .select("scenario", "policy", "kind", "runs",
+                          *[(F.col(c) / F.col("runs")).alias(f"{c}_per_run") for c in (
+                              "tx_frames", "tx_bytes", "tx_air", "rx_frames", "duplicates",
+                              "collisions")]))
+    return Tables(runs_t, groups, entries_t, deliveries, curve, nodes, node_kind, drops, stalls,
+                  group_kind)
+
+
+def _runs_table(runs: DataFrame, nodes: DataFrame, entries: DataFrame, tracked: DataFrame,
+                traffic: DataFrame, items: DataFrame) -> DataFrame:
+    node_sum = (nodes.groupBy("run")
+                .agg(F.count("*").alias("nodes"), F.sum(_i(F.col("complete"))).alias("nodes_complete"),
+                     F.sum("held").alias("held_pairs"),
+                     *[F.sum(c).alias(c) for c in ("tx_frames", "tx_bytes", "tx_air", "rx_frames",
+                                                   "duplicates", "redundant", "lost",
+                                                   "collisions", "refused", "drops")]))
+    te = entries.where("tracked")
+    entry_sum = (te.groupBy("run")
+                 .agg(F.count("*").alias("entries"),
+                      F.sum(_i(F.col("complete_all"))).alias("entries_complete"),
+                      F.max("complete_all_t").alias("last_complete_t"),
+                      F.max(F.when(F.col("published"), F.col("first_t"))).alias("last_publication_t"),
+                      F.median("spread").alias("spread_median"),
+                      _pct("spread", 0.95).alias("spread_p95"),
+                      F.max("spread").alias("spread_max")))
+    delivered = tracked.where(F.col("complete") & ~F.col("own"))
+    pair_sum = (delivered.groupBy("run")
+                .agg(F.count("*").alias("delivered"),
+                     F.median("latency").alias("latency_median"),
+                     _pct("latency", 0.95).alias("latency_p95"),
+                     F.max("latency").alias("latency_max")))
+    stall_sum = (tracked.where(~F.col("complete")).groupBy("run")
+                 .agg(F.count("*").alias("stalled_pairs")))
+    payload = (traffic.where(F.col("kind").isin(*PAYLOAD_KINDS)
+                             & ((F.col("dir") == "rx")
+                                | ((F.col("dir") == "drop") & F.col("reason").isin(*NODE_REASONS))))
+               .groupBy("run").agg(F.sum("frames").alias("payload_received")))
+    span = (traffic.groupBy("run").agg(F.min("first_t").alias("t0"), F.max("last_t").alias("t1"))
+            .join(items.groupBy("run").agg(F.min("t").alias("s0"), F.max("t").alias("s1")),
+                  "run", "full")
+            .select("run", F.least("t0", "s0").alias("start_t"), F.greatest("t1", "s1").alias("end_t")))
+    total = F.col("nodes") * F.col("entries")
+    converged = (F.col("nodes") > 0) & (F.col("nodes_complete") == F.col("nodes"))
+    out = (runs.join(node_sum, "run", "left").join(entry_sum, "run", "left")
+           .join(pair_sum, "run", "left").join(stall_sum, "run", "left")
+           .join(payload, "run", "left").join(span, "run", "left")
+           .na.fill(0, ["nodes", "nodes_complete", "held_pairs", "entries", "entries_complete",
+                        "delivered", "stalled_pairs", "payload_received", "tx_frames", "tx_bytes",
+                        "rx_frames", "duplicates", "redundant", "lost", "collisions", "refused",
+                        "drops"])
+           .na.fill(0.0, ["tx_air"]))
+    conv_t = F.when(converged, F.coalesce("last_complete_t", F.lit(0.0)))
+    origin = F.when(F.col("source") == "simulator", F.lit(0.0)).otherwise(F.col("start_t"))
+    return out.select(
+        "run", "scenario", "policy", "seed", "source", "files", "duration", "nodes", "entries",
+        converged.alias("converged"), conv_t.alias("convergence_t"),
+        origin.alias("origin_t"), (conv_t - origin).alias("convergence_after"),
+        "last_publication_t",
+        F.when(total > 0, F.col("held_pairs") / total).otherwise(1.0).alias("share"),
+        "held_pairs", "nodes_complete", "entries_complete", "delivered",
+        "spread_median", "spread_p95", "spread_max",
+        "latency_median", "latency_p95", "latency_max",
+        "tx_frames", "tx_bytes", "tx_air",
+        F.when(F.col("delivered") > 0, F.col("tx_air") / F.col("delivered")).alias("air_per_delivery"),
+        "rx_frames", "payload_received", "duplicates", "redundant",
+        F.when(F.col("payload_received") > 0,
+               F.col("redundant") / F.col("payload_received")).alias("redundancy"),
+        "lost", "collisions", "refused", "drops", "stalled_pairs", "start_t", "end_t")
+
+
+def _curve(tracked: DataFrame, runs_t: DataFrame) -> DataFrame:
+    """Per run and moment a pair completed: how many pairs were held then, and the share."""
+    steps = (tracked.where("complete").groupBy("run", F.col("complete_t").alias("t"))
+             .agg(F.count("*").alias("n")))
+    upto = Window.partitionBy("run").orderBy("t").rowsBetween(Window.unboundedPreceding, 0)
+    total = F.col("nodes") * F.col("entries")
+    return (steps.withColumn("held", F.sum("n").over(upto))
+            .join(runs_t.select("run", "nodes", "entries"), "run")
+            .select("run", "t", "held", (F.col("held") / total).alias("share")))
+
+
+def _groups(runs_t: DataFrame, tracked: DataFrame) -> DataFrame:
+    """Per (scenario, policy): the runs side by side, pooled latencies."""
+    conv = F.when(F.col("converged"), F.col("convergence_after"))
+    per_group = (runs_t.groupBy("scenario", "policy")
+                 .agg(F.count("*").alias("runs"), F.sum(_i(F.col("converged"))).alias("converged_runs"),
+                      F.median(conv).alias("convergence_median"),
+                      F.avg(conv).alias("convergence_mean"), F.max(conv).alias("convergence_max"),
+                      F.avg("share").alias("share_mean"), F.avg("nodes").alias("nodes_mean"),
+                      F.avg("entries").alias("entries_mean"),
+                      F.sum("tx_air").alias("tx_air_total"), F.avg("tx_air").alias("tx_air_mean"),
+                      F.sum("delivered").alias("delivered"),
+                      F.avg("duplicates").alias("duplicates_mean"),
+                      F.sum("redundant").alias("redundant_total"),
+                      F.sum("payload_received").alias("payload_received"),
+                      F.avg("collisions").alias("collisions_mean"),
+                      F.sum("stalled_pairs").alias("stalled_pairs"),
+                      F.sum("tx_frames").alias("tx_frames_total")))
+    pooled = (tracked.where(F.col("complete") & ~F.col("own"))
+              .join(runs_t.select("run", "scenario", "policy"), "run")
+              .groupBy("scenario", "policy")
+              .agg(F.percentile_approx("latency", 0.5, 10_000).alias("latency_median"),
+                   F.percentile_approx("latency", 0.95, 10_000).alias("latency_p95")))
+    return (per_group.join(pooled, ["scenario", "policy"], "left")
+            .withColumn("air_per_delivery", F.when(F.col("delivered") > 0,
+                                                   F.col("tx_air_total") / F.col("delivered")))
+            .withColumn("redundancy", F.when(F.col("payload_received") > 0,
+                                             F.col("redundant_total") / F.col("payload_received")))
+            .drop("payload_received"))

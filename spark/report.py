@@ -1,0 +1,231 @@
+"""Write a report: Parquet tables, ``summary.json``, PNG plots, ``index.html``.
+
+::
+
+    OUT/
+      index.html        the report to open in a browser
+      summary.json      runs, groups, comparisons, stalls, problems
+      tables/NAME.parquet
+      plots/convergence.png, latency_cdf.png, airtime_by_kind.png, heatmap-SCENARIO.png
+
+Everything is written into a staging directory inside ``OUT`` first and moved into
+place piece by piece when complete, so a report is never half written.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from . import plots
+from .dataset import Dataset
+from .layout import positions
+from .metrics import Tables
+from .page import render_page
+from .summary import comparisons, format_text
+
+__all__ = ["Report", "write_report"]
+
+log = logging.getLogger(__name__)
+
+Step = Callable[[str], None]
+
+CURVE_BINS = 400  # points of a convergence curve
+EXACT_CDF = 20_000  # up to this many latencies a CDF is drawn from every value
+STALLS_LISTED = 50  # stalls spelled out in summary.json and index.html
+
+
+@dataclass(slots=True)
+class Report:
+    out: Path
+    index: Path
+    summary: dict[str, Any]
+    text: str
+
+
+def _rows(df: DataFrame) -> list[dict[str, Any]]:
+    return [r.asDict(recursive=True) for r in df.collect()]
+
+
+def _clean(value: Any) -> Any:
+    """A value JSON can hold: no NaN or infinity."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def write_report(spark: SparkSession, tables: Tables, datasets: Sequence[Dataset], out: Path,
+                 step: Step) -> Report:
+    """Materialize ``tables`` and write the report into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    staging = out / f".staging-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        (staging / "plots").mkdir(parents=True)
+        named = tables.items()
+        for i, (name, df) in enumerate(named, 1):
+            step(f"table {name} ({i}/{len(named)})")
+            df.coalesce(1).write.parquet(str(staging / "tables" / f"{name}.parquet"))
+        step("summary and plots")
+        summary = _summary(tables, datasets)
+        summary["plots"] = _plots(spark, tables, summary, staging / "plots")
+        (staging / "summary.json").write_text(json.dumps(_clean(summary), indent=1) + "\n")
+        (staging / "index.html").write_text(render_page(summary), encoding="utf-8")
+        for item in ("tables", "plots", "summary.json", "index.html"):
+            target = out / item
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.exists():
+                target.unlink()
+            os.replace(staging / item, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return Report(out, out / "index.html", summary, format_text(summary, out / "index.html"))
+
+
+def _summary(tables: Tables, datasets: Sequence[Dataset]) -> dict[str, Any]:
+    runs = _rows(tables.runs.orderBy("scenario", "policy", "seed", "run"))
+    groups = _rows(tables.groups.orderBy("scenario", "policy"))
+    stall_count = tables.stalls.count()
+    stalls = _rows(tables.stalls.orderBy("run", "node", "feed", "seq").limit(STALLS_LISTED))
+    return {
+        "format": "tinyssb-analysis",
+        "version": 1,
+        "datasets": [str(ds.path) for ds in datasets],
+        "records": sum(ds.records for ds in datasets),
+        "runs": runs,
+        "groups": groups,
+        "comparisons": comparisons(groups),
+        "stalls": {"count": stall_count, "listed": stalls},
+        "problems": [str(p) for ds in datasets for p in ds.problems],
+        "tables": {name: f"tables/{name}.parquet" for name, _ in tables.items()},
+    }
+
+
+def _plots(spark: SparkSession, tables: Tables, summary: dict[str, Any],
+           where: Path) -> dict[str, str]:
+    """Draw every plot; ``{name: relative path}``."""
+    runs = summary["runs"]
+    if not runs:
+        return {}
+    made: dict[str, str] = {}
+    run_keys = tables.runs.select("run", "scenario", "policy", "origin_t")
+    series = _curve_series(spark, tables, runs, run_keys)
+    plots.convergence_plot(series, where / "convergence.png")
+    made["convergence"] = "plots/convergence.png"
+    plots.latency_plot(_latency_series(tables, summary["groups"], run_keys),
+                       where / "latency_cdf.png")
+    made["latency_cdf"] = "plots/latency_cdf.png"
+    bars = [plots.KindBar(r["scenario"], r["policy"], r["kind"], r["tx_air_per_run"] or 0.0,
+                          r["tx_frames_per_run"] or 0.0)
+            for r in _rows(tables.group_kind)]
+    plots.airtime_plot(bars, where / "airtime_by_kind.png")
+    made["airtime_by_kind"] = "plots/airtime_by_kind.png"
+    for scenario in sorted({r["scenario"] for r in runs}):
+        where_nodes = positions(scenario)
+        if where_nodes is None:
+            continue
+        maps = _node_maps(tables, run_keys, scenario, where_nodes)
+        if maps:
+            name = f"heatmap-{scenario}"
+            plots.heatmap_plot(maps, where / f"{name}.png")
+            made[name] = f"plots/{name}.png"
+    return made
+
+
+def _curve_series(spark: SparkSession, tables: Tables, runs: list[dict[str, Any]],
+                  run_keys: DataFrame) -> list[plots.Series]:
+    """Per (scenario, policy): share of all its runs' (node, entry) pairs held over time."""
+    horizon: dict[tuple[str, str], float] = {}
+    pairs: dict[tuple[str, str], int] = {}
+    count: dict[tuple[str, str], int] = {}
+    for r in runs:
+        key = (r["scenario"], r["policy"])
+        end = max((r["end_t"] or 0.0) - (r["origin_t"] or 0.0), r["duration"] or 0.0)
+        horizon[key] = max(horizon.get(key, 0.0), end)
+        pairs[key] = pairs.get(key, 0) + r["nodes"] * r["entries"]
+        count[key] = count.get(key, 0) + 1
+    widths = spark.createDataFrame(
+        [(s, p, max(h, 1.0) / CURVE_BINS) for (s, p), h in horizon.items()],
+        "scenario string, policy string, width double")
+    held = (tables.deliveries.where(F.col("tracked") & F.col("complete"))
+            .join(run_keys, "run").join(F.broadcast(widths), ["scenario", "policy"])
+            .groupBy("scenario", "policy",
+                     F.ceil((F.col("complete_t") - F.col("origin_t")) / F.col("width"))
+                     .alias("bin"))
+            .agg(F.count("*").alias("n"), F.first("width").alias("width")))
+    bins: dict[tuple[str, str], list[tuple[int, int, float]]] = {}
+    for r in held.collect():
+        bins.setdefault((r["scenario"], r["policy"]), []).append((r["bin"], r["n"], r["width"]))
+    out = []
+    for key, end in horizon.items():
+        xs, ys = [0.0], [0.0]
+        total = pairs[key]
+        acc = 0
+        for b, n, width in sorted(bins.get(key, [])):
+            acc += n
+            xs.append(max(b, 0) * width)
+            ys.append(acc / total if total else 1.0)
+        xs.append(max(end, xs[-1]))
+        ys.append(ys[-1] if total else 1.0)
+        runs_note = f" ({count[key]} runs)" if count[key] > 1 else ""
+        out.append(plots.Series(key[0], key[1], xs, ys, f"{key[1]}{runs_note}"))
+    return out
+
+
+def _latency_series(tables: Tables, groups: list[dict[str, Any]],
+                    run_keys: DataFrame) -> list[plots.Series]:
+    delivered = (tables.deliveries.where(F.col("tracked") & F.col("complete") & ~F.col("own"))
+                 .join(run_keys, "run"))
+    total = sum(g["delivered"] or 0 for g in groups)
+    values: dict[tuple[str, str], list[float]] = {}
+    if total <= EXACT_CDF:
+        for r in delivered.select("scenario", "policy", "latency").collect():
+            values.setdefault((r["scenario"], r["policy"]), []).append(r["latency"])
+        series = []
+        for (s, p), lat in values.items():
+            lat.sort()
+            series.append(plots.Series(s, p, [0.0, *lat],
+                                       [0.0, *[(i + 1) / len(lat) for i in range(len(lat))]],
+                                       f"{p} ({len(lat)} pairs)"))
+        return series
+    probs = [i / 100 for i in range(101)]
+    q = (delivered.groupBy("scenario", "policy")
+         .agg(F.percentile_approx("latency", probs, 10_000).alias("q"),
+              F.count("*").alias("n")))
+    return [plots.Series(r["scenario"], r["policy"], list(r["q"]), probs,
+                         f"{r['policy']} ({r['n']} pairs)") for r in q.collect()]
+
+
+def _node_maps(tables: Tables, run_keys: DataFrame, scenario: str,
+               where: dict[str, tuple[float, float]]) -> list[plots.NodeMap]:
+    rows = (tables.nodes.join(run_keys.where(F.col("scenario") == scenario), "run")
+            .groupBy("policy", "node")
+            .agg(F.avg(F.col("complete_t") - F.col("origin_t")).alias("complete_t"),
+                 F.sum(F.when(~F.col("complete"), 1).otherwise(0)).alias("incomplete"),
+                 F.count("*").alias("runs"), F.avg("tx_air").alias("tx_air"))
+            .collect())
+    maps: dict[str, plots.NodeMap] = {}
+    for r in rows:
+        if r["node"] not in where:
+            continue
+        m = maps.setdefault(r["policy"], plots.NodeMap(scenario, r["policy"], r["runs"]))
+        m.runs = max(m.runs, r["runs"])
+        x, y = where[r["node"]]
+        m.cells.append(plots.NodeCell(r["node"], x, y, r["complete_t"], r["incomplete"],
+                                      r["tx_air"] or 0.0))
+    return [m for m in maps.values() if m.cells]

@@ -1,0 +1,66 @@
+"""The SparkSession of a job: master and configuration from the command line.
+
+``tinyssb analyze`` defaults to ``local[*]``; ``--master`` and repeated ``--conf k=v``
+pass through, so the same job runs on a cluster. Under ``spark-submit`` the master and
+configuration come from spark-submit's own options (``master=None``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from pyspark.sql import SparkSession
+
+__all__ = ["DEFAULT_MASTER", "build_session", "parse_conf"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MASTER = "local[*]"
+
+# what a local analysis wants unless told otherwise; ``--conf`` overrides each
+DEFAULTS: tuple[tuple[str, str], ...] = (
+    ("spark.sql.session.timeZone", "UTC"),
+    ("spark.sql.adaptive.enabled", "true"),
+    ("spark.sql.sources.partitionColumnTypeInference.enabled", "false"),
+    # let adaptive execution coalesce the shuffles of cached tables too (small data)
+    ("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true"),
+    ("spark.driver.memory", "2g"),
+)
+
+
+def parse_conf(text: str) -> tuple[str, str]:
+    """``key=value`` as given to ``--conf``; ValueError without ``=`` or key."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ValueError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def _under_spark_submit() -> bool:
+    # spark-submit starts the Python driver with the port of the JVM it already runs
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def build_session(master: str | None = None, conf: Sequence[tuple[str, str]] = (),
+                  app_name: str = "tinyssb-analyze", log_level: str = "WARN") -> SparkSession:
+    """A session for ``master`` (None: spark-submit's, or ``local[*]`` outside it)."""
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    elif not _under_spark_submit():
+        builder = builder.master(DEFAULT_MASTER)
+    given = dict(conf)
+    if not _under_spark_submit():
+        defaults = [*DEFAULTS, ("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())]
+        for key, value in defaults:
+            if key not in given:
+                builder = builder.config(key, value)
+    for key, value in conf:
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(log_level)
+    log.info("Spark %s, master %s", spark.version, spark.sparkContext.master)
+    return spark
