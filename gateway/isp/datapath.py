@@ -141,6 +141,8 @@ def _adopt_hop(ctx: Ctx, c: Contract, w: Writer, cur: bytes) -> bool:
         ctx.send(new, FeedhoppingPrev(cur))
     w.feeds.append(new)
     ctx.dirty = True
+    log.info("%s: contract %s: taking up the hop from %s to %s written before a restart",
+             ctx.node.name, fid_s(c.cid), fid_s(cur), fid_s(new))
     return True
 
 

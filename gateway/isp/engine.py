@@ -72,7 +72,7 @@ class IspEngine:
     @staticmethod
     def private_feeds(state: StateStore, keys: KeyStore) -> set[bytes]:
         """Feeds to keep out of the global GOSET (every contract feed), known before the
-        engine exists: pass ``lambda fid: fid not in feeds`` as the Node's goset_filter."""
+        engine exists: pass ``lambda fid: fid not in private`` as the Node's goset_filter."""
         out = set(keys.fids())
         data = state.load()
         if data:

@@ -12,6 +12,7 @@ and saving replays them).
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 
 from . import datapath, tunnel
@@ -39,7 +40,7 @@ _SETTLE_ROUNDS = 64
 _OPEN = (Phase.ESTABLISHED, Phase.ONBOARD_ACK)
 
 
-class Side:
+class Side(ABC):
     """Base of :class:`~gateway.isp.client.ClientSide` and :class:`~gateway.isp.isp.IspSide`."""
 
     def __init__(self, ctx: Ctx) -> None:
@@ -50,31 +51,33 @@ class Side:
         return self.ctx.state
 
     # --- what each role provides -----------------------------------------------------
+    @abstractmethod
     def held_feeds(self) -> set[bytes]:
         """The c2c feeds to hold a replica of (outside every set)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def on_root(self, root: bytes, mid: bytes, msg: Message) -> None:
         """A tinyISP message on a root feed we read (``mid``: its message id)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def on_ctrl(self, c: Contract, msg: Message, mid: bytes) -> bool:
         """A role-specific message on the peer's control feed; False: not one of ours."""
-        raise NotImplementedError
 
+    @abstractmethod
     def c2c_in(self, c: Contract) -> list[bytes]:
         """The c2c feeds whose entries the peer of ``c`` tunnels to us."""
-        raise NotImplementedError
 
+    @abstractmethod
     def pump_c2c(self) -> bool:
-        raise NotImplementedError
+        """Deliver, tunnel or forward the c2c entries that became complete."""
 
+    @abstractmethod
     def release_c2c(self, c: Contract) -> None:
         """``c`` ends: give up the c2c feeds that go with it."""
-        raise NotImplementedError
 
+    @abstractmethod
     def root_sets(self) -> dict[str, frozenset[bytes]]:
-        raise NotImplementedError
+        """The root sets {client root, ISP root} we replicate, by name."""
 
     def before_close(self, c: Contract) -> None:
         """Right before the end-of-data marker is queued."""

@@ -448,19 +448,28 @@ class Node:
                 self._queue_requests(fs, builder, want, bs.chnk_dmx, bs.keys, ":" + name)
 
     def _sets_this_round(self, fs: _FaceState) -> list[tuple[str, BoundSet]]:
-        """Every bound set on a free face; on an airtime-budgeted one, one set per
-        request round, in turn (a node with many contracts would otherwise spend its
-        duty cycle on WANTs and crowd its own queue). A set whose requests bring entries
+        """The bound sets to ask in this request round on face ``fs``.
+
+        On an airtime-budgeted face one set per round, in turn: a node with many
+        contracts would otherwise spend its duty cycle on WANTs. On a free face as many
+        as the send queue holds with room to spare (a WANT and a CHNK each, and the
+        GOSET's own): asking more would push the later ones out of a small queue every
+        round, so that they were never asked at all. A set whose requests bring entries
         or chunks, whose feed we just appended to, or whose peer's WANT shows it holds
         more than we do goes before the others' turn."""
         items = list(self._sets.items())
-        if fs.budget is None or len(items) <= 1:
-            return items
+        if fs.budget is None:
+            per_round = max(1, fs.queue.capacity // 2 - 1)
+        else:
+            per_round = 1
         wanted, fs.set_next = fs.set_next, None
+        if len(items) <= per_round:
+            return items
         if wanted is not None and wanted in self._sets:
             return [(wanted, self._sets[wanted])]
-        fs.set_turn = (fs.set_turn + 1) % len(items)
-        return [items[fs.set_turn]]
+        chosen = [items[(fs.set_turn + 1 + k) % len(items)] for k in range(per_round)]
+        fs.set_turn = (fs.set_turn + per_round) % len(items)
+        return chosen
 
     def _set_of(self, fids: Iterable[bytes]) -> str | None:
         """The first bound set holding one of ``fids``."""

@@ -120,7 +120,7 @@ def test_a_forged_c2c_entry_inside_a_data_feed(w: World,
                                                caplog: pytest.LogCaptureFixture) -> None:
     """The ISP slips an entry of its own making into c0's c2c feed: the signature is not
     c0's, so c1 drops it and still gets c0's real messages."""
-    a, b, i = w.peers["c0"], w.peers["c1"], w.peers["isp"]
+    b, i = w.peers["c1"], w.peers["isp"]
     exchange_works(w, 2)
     (sub,) = b.e.subscriptions()
     replica = b.node.store.replica(sub.peer_c2c)

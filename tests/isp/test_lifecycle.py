@@ -388,3 +388,24 @@ def test_farewell_of_an_onboarding_contract_is_refused() -> None:
     assert phase(i, cid) == "onboarding"
     with pytest.raises(IspError, match="still onboarding"):
         i.e.farewell(a.root.fid, w.now)
+
+
+def test_farewell_while_the_writer_is_paused() -> None:
+    """The end marker waits behind the data the writer holds back: all of it arrives."""
+    w = star(2, params=ContractParams(farewell_delay=2.0, max_feeds=2))
+    onboard(w, "c0")
+    cid = onboard(w, "c1")
+    a, b, i = w.peers["c0"], w.peers["c1"], w.peers["isp"]
+    subscribe(w, "c0", "c1")
+    w.mesh.unlink("isp", "c1")
+    msgs = texts(150, "p")
+    for m in msgs:
+        a.e.send(b.root.fid, m, w.now)
+    w.run_until(lambda: _info(i, b).queued == 150 - 2 * 48, limit=600)
+    assert _info(i, b).paused
+    i.e.farewell(b.root.fid, w.now)
+    assert _info(i, b).state == "farewell" and _info(i, b).queued == 150 - 2 * 48 + 1
+    w.run_for(10.0)
+    w.mesh.link("isp", "c1")
+    w.run_until(lambda: phase(i, cid) is None and not b.e.contracts(), limit=1200)
+    assert [m.content for m in b.got] == msgs

@@ -8,6 +8,7 @@ replay safely).
 
 from __future__ import annotations
 
+import logging
 import random
 from pathlib import Path
 
@@ -187,3 +188,54 @@ def test_restart_on_disk(tmp_path: Path) -> None:
     assert info.ctrl_out in {k for keys in node.sets.values() for k in keys}
     for n in w.mesh.nodes.values():
         n.store.close()
+
+
+def test_restart_after_a_hop_that_was_not_saved(caplog: pytest.LogCaptureFixture) -> None:
+    """The writer appended next (seq 50) and prev (seq 1 of the new feed) but the state
+    saying so was lost: at the next start the hop is taken up from the feed itself."""
+    w = star(2)
+    run_until_subscribed(w)
+    a, b = w.peers["c0"], w.peers["c1"]
+    w.mesh.unlink("isp", "c0")
+    sent: list[bytes] = []
+    while True:
+        (info,) = a.e.contracts()
+        if a.node.store.replica(info.data_out[-1]).max_seq == 48:
+            break
+        sent.append(f"before {len(sent)}".encode())
+        a.e.send(b.root.fid, sent[-1], w.now)
+    saved = a.state.load()
+    sent.append(b"the one that hops")
+    a.e.send(b.root.fid, sent[-1], w.now)
+    (info,) = a.e.contracts()
+    old = info.data_out[0]
+    assert len(info.data_out) == 2 and a.node.store.replica(old).max_seq == 50
+    assert saved is not None
+    a.state.save(saved)  # as if the process had died before saving
+    caplog.set_level(logging.INFO)
+    w.restart("c0")
+    assert any("taking up the hop" in r.getMessage() for r in caplog.records)
+    (info,) = a.e.contracts()
+    assert info.data_out[0] == old and len(info.data_out) == 2
+    w.mesh.link("isp", "c0")
+    sent += [f"after {n}".encode() for n in range(10)]
+    for m in sent[-10:]:
+        a.e.send(b.root.fid, m, w.now)
+    w.run_until(lambda: len(b.got) >= len(sent), limit=600)
+    w.run_for(5.0)
+    assert [m.content for m in b.got] == sent
+
+
+def run_until_subscribed(w: World) -> None:
+    a, b, i = w.peers["c0"], w.peers["c1"], w.peers["isp"]
+    for p in (a, b):
+        i.e.follow(p.root.fid, w.now)
+        p.e.onboard(i.root.fid, w.now)
+    w.pump()
+    w.run_until(lambda: len(i.e.contracts()) == 2
+                and all(x.state == "established" for x in i.e.contracts()))
+    w.run_until(lambda: all(p.e.contracts()[0].state == "established" for p in (a, b)))
+    ref = a.e.subscribe(b.root.fid, w.now)
+    w.run_until(lambda: bool(b.e.requests()))
+    b.e.accept(ref, w.now)
+    w.run_until(lambda: a.e.outcome(ref) == "accepted")

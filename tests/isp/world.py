@@ -201,8 +201,9 @@ class World:
 
     def run_for(self, seconds: float) -> None:
         end = self.now + seconds
-        while self.now < end and self.step():
-            pass
+        running = True
+        while running and self.now < end:
+            running = self.step()
 
 
 def star(n_clients: int = 2, *, seed: int = 1, params: ContractParams = QUICK,

@@ -130,14 +130,16 @@ def test_forget_deletes_a_feed_everywhere_but_never_a_goset_feed() -> None:
     assert node.ingest(1.0, entries[0].packet) == []  # no longer armed
 
 
-def test_many_bound_sets_share_a_duty_cycled_radio_and_all_replicate() -> None:
-    """Ten sets on a 1 % LoRa face with a five-frame queue: asking all of them every
-    round would crowd the queue (and the duty cycle) so that the last ones never get a
-    turn; in turn, each one does."""
+@pytest.mark.parametrize("radio", [True, False], ids=["lora-1%", "free"])
+def test_many_bound_sets_share_a_small_queue_and_all_replicate(radio: bool) -> None:
+    """Ten sets on a face with a five-frame queue (a 1 % LoRa radio, or a free link):
+    asking all of them every round would crowd the queue (and the duty cycle) so that
+    the last ones never get a turn; in turn, each one does."""
     from gateway.replication import Face
     from gateway.wire.lora import profile
 
-    face = Face.lora_radio("radio", profile("EU868.a"), duty_cycle=0.01, queue_size=5)
+    face = (Face.lora_radio("radio", profile("EU868.a"), duty_cycle=0.01, queue_size=5)
+            if radio else Face("radio", queue_size=5))
     mesh = Mesh(face=face)
     a, b = mesh.add("a"), mesh.add("b")
     mesh.link("a", "b")
