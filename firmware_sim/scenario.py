@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -286,6 +286,20 @@ _FEEDS = ("authors", "entries", "interval", "start", "size", "stagger")
 _LINKS = ("kind", "a", "b", "latency", "rate")
 
 
+def _two_ends(t: _Table, keys: tuple[str, str], allowed: Collection[str],
+              unknown: Callable[[str], str], same: str) -> tuple[str, str]:
+    """Two different names from ``allowed`` under ``keys`` (a link's or a chat's ends)."""
+    ends = []
+    for key in keys:
+        name = t.text(key, _REQUIRED)
+        if name not in allowed:
+            raise t.fail(key, unknown(name))
+        ends.append(name)
+    if ends[0] == ends[1]:
+        raise t.fail(keys[1], same)
+    return ends[0], ends[1]
+
+
 class _Parser:
     def __init__(self, text: str, source: str) -> None:
         self.source = source
@@ -498,14 +512,9 @@ class _Parser:
         chats = []
         for c in self._array(top, "chats"):
             c.check_keys(_CHATS)
-            ends = []
-            for key in ("from", "to"):
-                who = c.text(key, _REQUIRED)
-                if who not in clients:
-                    raise c.fail(key, f"{who!r} is not one of the ISP's clients")
-                ends.append(who)
-            if ends[0] == ends[1]:
-                raise c.fail("to", "a chat needs two different clients")
+            ends = _two_ends(c, ("from", "to"), clients,
+                             lambda who: f"{who!r} is not one of the ISP's clients",
+                             "a chat needs two different clients")
             chats.append(ChatSpec(ends[0], ends[1], c.integer("messages", _REQUIRED, 1, 100_000),
                                   c.seconds("interval", 60.0, positive=True),
                                   c.seconds("start", 0.0), c.integer("size", 40, 1, 10_000)))
@@ -516,14 +525,8 @@ class _Parser:
     def _link(self, t: _Table, names: list[str]) -> LinkSpec:
         t.check_keys(_LINKS)
         kind = LinkKind(t.choice("kind", [k.value for k in LinkKind], "ip"))
-        ends = []
-        for key in ("a", "b"):
-            name = t.text(key, _REQUIRED)
-            if name not in names:
-                raise t.fail(key, f"unknown node {name!r}")
-            ends.append(name)
-        if ends[0] == ends[1]:
-            raise t.fail("b", "a link needs two different nodes")
+        ends = _two_ends(t, ("a", "b"), names, lambda name: f"unknown node {name!r}",
+                         "a link needs two different nodes")
         ble = kind is LinkKind.BLE
         latency = t.seconds("latency", BLE_LATENCY_S if ble else IP_LATENCY_S)
         rate = t.number("rate", BLE_RATE_BPS if ble else math.inf, positive=True)
