@@ -109,7 +109,10 @@ class IspService:
         seen = list(events)
         for _ in range(_MAX_SETTLE):
             if events:
-                self.engine.on_events(events, now)
+                try:
+                    self.engine.on_events(events, now)
+                except IspError as exc:  # local damage (a key gone): say so, keep serving
+                    log.error("tinyISP: %s", exc)
             events = self.node.drain_events()
             if not events:
                 return seen
@@ -120,7 +123,10 @@ class IspService:
     def timer(self, now: float) -> None:
         due = self.engine.next_deadline()
         if due is not None and due <= now:
-            self.engine.on_timer(now)
+            try:
+                self.engine.on_timer(now)
+            except IspError as exc:
+                log.error("tinyISP: %s", exc)
 
     def next_deadline(self) -> float | None:
         return self.engine.next_deadline()

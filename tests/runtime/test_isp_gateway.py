@@ -102,3 +102,19 @@ def test_two_clients_chat_through_an_isp_gateway(tmp_path: Path) -> None:
     assert codes == [0, 0, 0]
     held = holdings(alice)
     assert held and not [f for f in contract_feeds if parse_id(f) in held]
+
+
+def test_mistakes_get_one_line_naming_the_fix(tmp_path: Path) -> None:
+    data = tmp_path / "n"
+    ok(data, "id")
+    code, _, err = cli(data, "isp", "contracts")
+    assert code == 2 and "isp serve" in err and "isp onboard" in err
+    code, _, err = cli(data, "isp", "onboard", "not-an-id")
+    assert code == 2 and "not a feed id" in err
+    ok(data, "isp", "onboard", "@" + "A" * 43 + "=.ed25519")
+    code, _, err = cli(data, "isp", "accept", "zz")
+    assert code == 2 and "isp requests" in err
+    code, _, err = cli(data, "send", "@" + "B" * 43 + "=.ed25519", "hi")
+    assert code == 2 and err.count("\n") == 1
+    code, _, err = cli(data, "isp", "serve", "--ws-listen", "0")  # a client is no ISP
+    assert code == 2 and "client" in err
