@@ -218,138 +218,120 @@ def _pct(col: str, p: float) -> Column:
     return F.percentile(F.col(col), F.lit(p))
 
 
+TRAFFIC_SUMS = ("tx_frames", "tx_bytes", "tx_air", "rx_frames", "rx_bytes", "rx_air",
+                "duplicates", "redundant", "lost", "collisions", "refused", "drops")
+
+
 def compute(records: DataFrame, runs: DataFrame) -> Tables:
     """Build (lazily) every table of the report from a campaign's records."""
     items = _items(records).cache()
     node_entry, entries = _entries(items)
+    entries = entries.cache()
     traffic = _traffic(records, items).cache()
     run_nodes = _run_nodes(runs, traffic, items).cache()
     pairs = _pairs(entries, node_entry, run_nodes).cache()
     tracked = pairs.where("tracked")
-
-    # entries: per (run, feed, seq)
-    dup_per_entry = (traffic.where(F.col("dup_feed").isNotNull())
-                     .groupBy("run", F.col("dup_feed").alias("feed"), F.col("dup_seq").alias("seq"))
-                     .agg(F.sum("dups").alias("duplicates"), F.sum("redundant").alias("redundant")))
-    entry_status = (pairs.groupBy("run", "feed", "seq")
-                    .agg(F.count("*").alias("nodes"), F.sum(_i(F.col("complete"))).alias("held_by"),
-                         F.max("complete_t").alias("last_complete_t")))
-    entries_t = (entries.join(entry_status, ["run", "feed", "seq"], "left")
-                 .join(dup_per_entry, ["run", "feed", "seq"], "left")
-                 .withColumn("complete_all", F.col("held_by") == F.col("nodes"))
-                 .withColumn("complete_all_t", F.when(F.col("complete_all"), F.greatest(
-                     "last_complete_t", "first_t")))
-                 .select("run", _hex("feed").alias("feed"), "seq", "published", "tracked",
-                         "author", "first_t", "items", "nodes", "held_by", "complete_all",
-                         "complete_all_t",
-                         (F.col("complete_all_t") - F.col("first_t")).alias("spread"),
-                         F.col("last_store_t").alias("last_progress_t"),
-                         F.coalesce("duplicates", F.lit(0)).alias("duplicates"),
-                         F.coalesce("redundant", F.lit(0)).alias("redundant"))
-                 .cache())
-
+    node_kind = _node_kind(traffic).cache()
+    entries_t = _entries_table(entries, pairs, traffic).cache()
+    nodes = _nodes_table(run_nodes, tracked, node_kind, traffic, items).cache()
+    runs_t = _runs_table(runs, nodes, entries_t, tracked).cache()
     deliveries = pairs.select("run", "node", _hex("feed").alias("feed"), "seq", "tracked", "own",
                               "first_t", "entry_t", "complete_t", "latency", "items",
                               "items_held", "complete")
-
-    # nodes: per (run, node)
-    node_status = (tracked.groupBy("run", "node")
-                   .agg(F.count("*").alias("entries"), F.sum(_i(F.col("complete"))).alias("held"),
-                        F.max("complete_t").alias("done_t")))
-    node_kind = _node_kind(traffic).cache()
-    node_traffic = (node_kind.groupBy("run", "node")
-                    .agg(*[F.sum(c).alias(c) for c in (
-                        "tx_frames", "tx_bytes", "tx_air", "rx_frames", "rx_bytes", "rx_air",
-                        "duplicates", "redundant", "lost", "collisions", "refused", "drops")]))
-    nodes = (run_nodes.join(node_status, ["run", "node"], "left")
-             .join(node_traffic, ["run", "node"], "left")
-             .na.fill(0, ["entries", "held", "tx_frames", "tx_bytes", "rx_frames", "rx_bytes",
-                          "duplicates", "redundant", "lost", "collisions", "refused", "drops"])
-             .na.fill(0.0, ["tx_air", "rx_air"])
-             .withColumn("complete", F.col("held") == F.col("entries"))
-             .withColumn("complete_t", F.when(F.col("complete"), F.col("done_t")))
-             .withColumn("share", F.when(F.col("entries") > 0, F.col("held") / F.col("entries"))
-                         .otherwise(1.0))
-             .drop("done_t")
-             .cache())
-
-    runs_t = _runs_table(runs, nodes, entries_t, tracked, traffic, items).cache()
-    curve = _curve(tracked, runs_t)
-    stalls = (tracked.where(~F.col("complete"))
-              .join(entries.select("run", "feed", "seq", "item_set",
-                                   F.col("last_store_t").alias("entry_last_progress_t")),
-                    ["run", "feed", "seq"])
-              .withColumn("missing", F.array_except(
-                  "item_set", F.coalesce("held_set", F.array().cast("array<bigint>"))))
-              .join(runs_t.select("run", "end_t"), "run")
-              .select("run", "node", _hex("feed").alias("feed"), "seq", "first_t", "items",
-                      "items_held",
-                      F.when(F.col("items_held") == 0, F.lit("nothing"))
-                      .when(F.col("entry_t").isNull(), F.lit("entry missing"))
-                      .otherwise(F.lit("side chain incomplete")).alias("state"),
-                      F.array_contains("missing", ENTRY_ITEM).alias("entry_missing"),
-                      F.filter("missing", lambda x: x >= 0).alias("missing_chunks"),
-                      "last_progress_t", "entry_last_progress_t", "end_t"))
     drops = (traffic.where(F.col("dir") == "drop")
              .groupBy("run", "node", "reason", "kind")
              .agg(F.sum("frames").alias("frames"), F.sum("bytes").alias("bytes")))
-    groups = _groups(runs_t, tracked)
-    group_kind = (node_kind.join(runs_t.select("run", "scenario", "policy"), "run")
-                  .groupBy("scenario", "policy", "kind")
-                  .agg(*[F.sum(c).alias(c) for c in ("tx_frames", "tx_bytes", "tx_air",
-                                                      "rx_frames", "duplicates", "collisions")])
-                  .join(groups.select("scenario", "policy", "runs"), ["scenario", "policy"])
-                  .select("scenario", "policy", "kind", "runs",
-                          *[(F.col(c) / F.col("runs")).alias(f"{c}_per_run") for c in (
-                              "tx_frames", "tx_bytes", "tx_air", "rx_frames", "duplicates",
-                              "collisions")]))
-    return Tables(runs_t, groups, entries_t, deliveries, curve, nodes, node_kind, drops, stalls,
-                  group_kind)
+    groups = _groups(runs_t, tracked).cache()
+    return Tables(runs_t, groups, entries_t, deliveries, _curve(tracked, runs_t), nodes,
+                  node_kind, drops, _stalls(tracked, entries, runs_t),
+                  _group_kind(node_kind, runs_t))
 
 
-def _runs_table(runs: DataFrame, nodes: DataFrame, entries: DataFrame, tracked: DataFrame,
-                traffic: DataFrame, items: DataFrame) -> DataFrame:
+def _entries_table(entries: DataFrame, pairs: DataFrame, traffic: DataFrame) -> DataFrame:
+    dup_per_entry = (traffic.where(F.col("dup_feed").isNotNull())
+                     .groupBy("run", F.col("dup_feed").alias("feed"),
+                              F.col("dup_seq").alias("seq"))
+                     .agg(F.sum("dups").alias("duplicates"),
+                          F.sum("redundant").alias("redundant")))
+    status = (pairs.groupBy("run", "feed", "seq")
+              .agg(F.count("*").alias("nodes"), F.sum(_i(F.col("complete"))).alias("held_by"),
+                   F.max("complete_t").alias("last_complete_t")))
+    complete_all = F.col("held_by") == F.col("nodes")
+    complete_all_t = F.when(complete_all, F.greatest("last_complete_t", "first_t"))
+    return (entries.join(status, ["run", "feed", "seq"], "left")
+            .join(dup_per_entry, ["run", "feed", "seq"], "left")
+            .select("run", _hex("feed").alias("feed"), "seq", "published", "tracked",
+                    "author", "first_t", "items", "nodes", "held_by",
+                    complete_all.alias("complete_all"), complete_all_t.alias("complete_all_t"),
+                    (complete_all_t - F.col("first_t")).alias("spread"),
+                    F.col("last_store_t").alias("last_progress_t"),
+                    F.coalesce("duplicates", F.lit(0)).alias("duplicates"),
+                    F.coalesce("redundant", F.lit(0)).alias("redundant")))
+
+
+def _nodes_table(run_nodes: DataFrame, tracked: DataFrame, node_kind: DataFrame,
+                 traffic: DataFrame, items: DataFrame) -> DataFrame:
+    status = (tracked.groupBy("run", "node")
+              .agg(F.count("*").alias("entries"), F.sum(_i(F.col("complete"))).alias("held"),
+                   F.max("complete_t").alias("done_t")))
+    payload = F.col("kind").isin(*PAYLOAD_KINDS)
+    sums = (node_kind.groupBy("run", "node")
+            .agg(*[F.sum(c).alias(c) for c in TRAFFIC_SUMS],
+                 F.sum(F.when(payload, F.col("rx_frames")).otherwise(0))
+                 .alias("payload_received")))
+    span = (traffic.select("run", "node", "first_t", "last_t")
+            .union(items.select("run", "node", F.col("t").alias("first_t"),
+                                F.col("t").alias("last_t")))
+            .groupBy("run", "node").agg(F.min("first_t").alias("first_t"),
+                                        F.max("last_t").alias("last_t")))
+    counts = ["entries", "held", "payload_received",
+              *[c for c in TRAFFIC_SUMS if not c.endswith("_air")]]
+    return (run_nodes.join(status, ["run", "node"], "left")
+            .join(sums, ["run", "node"], "left")
+            .join(span, ["run", "node"], "left")
+            .na.fill(0, counts)
+            .na.fill(0.0, ["tx_air", "rx_air"])
+            .withColumn("complete", F.col("held") == F.col("entries"))
+            .withColumn("complete_t", F.when(F.col("complete"), F.col("done_t")))
+            .withColumn("share", F.when(F.col("entries") > 0, F.col("held") / F.col("entries"))
+                        .otherwise(1.0))
+            .drop("done_t"))
+
+
+def _runs_table(runs: DataFrame, nodes: DataFrame, entries: DataFrame,
+                tracked: DataFrame) -> DataFrame:
     node_sum = (nodes.groupBy("run")
-                .agg(F.count("*").alias("nodes"), F.sum(_i(F.col("complete"))).alias("nodes_complete"),
+                .agg(F.count("*").alias("nodes"),
+                     F.sum(_i(F.col("complete"))).alias("nodes_complete"),
                      F.sum("held").alias("held_pairs"),
-                     *[F.sum(c).alias(c) for c in ("tx_frames", "tx_bytes", "tx_air", "rx_frames",
-                                                   "duplicates", "redundant", "lost",
-                                                   "collisions", "refused", "drops")]))
-    te = entries.where("tracked")
-    entry_sum = (te.groupBy("run")
+                     F.sum("payload_received").alias("payload_received"),
+                     F.min("first_t").alias("start_t"), F.max("last_t").alias("end_t"),
+                     *[F.sum(c).alias(c) for c in TRAFFIC_SUMS]))
+    entry_sum = (entries.where("tracked").groupBy("run")
                  .agg(F.count("*").alias("entries"),
                       F.sum(_i(F.col("complete_all"))).alias("entries_complete"),
                       F.max("complete_all_t").alias("last_complete_t"),
-                      F.max(F.when(F.col("published"), F.col("first_t"))).alias("last_publication_t"),
+                      F.max(F.when(F.col("published"), F.col("first_t")))
+                      .alias("last_publication_t"),
                       F.median("spread").alias("spread_median"),
                       _pct("spread", 0.95).alias("spread_p95"),
                       F.max("spread").alias("spread_max")))
-    delivered = tracked.where(F.col("complete") & ~F.col("own"))
-    pair_sum = (delivered.groupBy("run")
-                .agg(F.count("*").alias("delivered"),
-                     F.median("latency").alias("latency_median"),
-                     _pct("latency", 0.95).alias("latency_p95"),
-                     F.max("latency").alias("latency_max")))
-    stall_sum = (tracked.where(~F.col("complete")).groupBy("run")
-                 .agg(F.count("*").alias("stalled_pairs")))
-    payload = (traffic.where(F.col("kind").isin(*PAYLOAD_KINDS)
-                             & ((F.col("dir") == "rx")
-                                | ((F.col("dir") == "drop") & F.col("reason").isin(*NODE_REASONS))))
-               .groupBy("run").agg(F.sum("frames").alias("payload_received")))
-    span = (traffic.groupBy("run").agg(F.min("first_t").alias("t0"), F.max("last_t").alias("t1"))
-            .join(items.groupBy("run").agg(F.min("t").alias("s0"), F.max("t").alias("s1")),
-                  "run", "full")
-            .select("run", F.least("t0", "s0").alias("start_t"), F.greatest("t1", "s1").alias("end_t")))
+    delivered = F.col("complete") & ~F.col("own")
+    latency = F.when(delivered, F.col("latency"))
+    pair_sum = (tracked.groupBy("run")
+                .agg(F.sum(_i(delivered)).alias("delivered"),
+                     F.sum(_i(~F.col("complete"))).alias("stalled_pairs"),
+                     F.median(latency).alias("latency_median"),
+                     F.percentile(latency, F.lit(0.95)).alias("latency_p95"),
+                     F.max(latency).alias("latency_max")))
+    counts = ["nodes", "nodes_complete", "held_pairs", "entries", "entries_complete",
+              "delivered", "stalled_pairs", "payload_received",
+              *[c for c in TRAFFIC_SUMS if not c.endswith("_air")]]
+    out = (runs.join(node_sum, "run", "left").join(entry_sum, "run", "left")
+           .join(pair_sum, "run", "left")
+           .na.fill(0, counts).na.fill(0.0, ["tx_air", "rx_air"]))
     total = F.col("nodes") * F.col("entries")
     converged = (F.col("nodes") > 0) & (F.col("nodes_complete") == F.col("nodes"))
-    out = (runs.join(node_sum, "run", "left").join(entry_sum, "run", "left")
-           .join(pair_sum, "run", "left").join(stall_sum, "run", "left")
-           .join(payload, "run", "left").join(span, "run", "left")
-           .na.fill(0, ["nodes", "nodes_complete", "held_pairs", "entries", "entries_complete",
-                        "delivered", "stalled_pairs", "payload_received", "tx_frames", "tx_bytes",
-                        "rx_frames", "duplicates", "redundant", "lost", "collisions", "refused",
-                        "drops"])
-           .na.fill(0.0, ["tx_air"]))
     conv_t = F.when(converged, F.coalesce("last_complete_t", F.lit(0.0)))
     origin = F.when(F.col("source") == "simulator", F.lit(0.0)).otherwise(F.col("start_t"))
     return out.select(
@@ -362,11 +344,44 @@ def _runs_table(runs: DataFrame, nodes: DataFrame, entries: DataFrame, tracked: 
         "spread_median", "spread_p95", "spread_max",
         "latency_median", "latency_p95", "latency_max",
         "tx_frames", "tx_bytes", "tx_air",
-        F.when(F.col("delivered") > 0, F.col("tx_air") / F.col("delivered")).alias("air_per_delivery"),
-        "rx_frames", "payload_received", "duplicates", "redundant",
-        F.when(F.col("payload_received") > 0,
-               F.col("redundant") / F.col("payload_received")).alias("redundancy"),
+        F.when(F.col("delivered") > 0, F.col("tx_air") / F.col("delivered"))
+        .alias("air_per_delivery"),
+        "rx_frames", "rx_bytes", "rx_air", "payload_received", "duplicates", "redundant",
+        F.when(F.col("payload_received") > 0, F.col("redundant") / F.col("payload_received"))
+        .alias("redundancy"),
         "lost", "collisions", "refused", "drops", "stalled_pairs", "start_t", "end_t")
+
+
+def _stalls(tracked: DataFrame, entries: DataFrame, runs_t: DataFrame) -> DataFrame:
+    """Every tracked (node, entry) pair never held completely, and how far it got."""
+    missing = F.array_except("item_set",
+                             F.coalesce("held_set", F.array().cast("array<bigint>")))
+    return (tracked.where(~F.col("complete"))
+            .join(entries.select("run", "feed", "seq", "item_set",
+                                 F.col("last_store_t").alias("entry_last_progress_t")),
+                  ["run", "feed", "seq"])
+            .withColumn("missing", missing)
+            .join(runs_t.select("run", "end_t"), "run")
+            .select("run", "node", _hex("feed").alias("feed"), "seq", "first_t", "items",
+                    "items_held",
+                    F.when(F.col("items_held") == 0, F.lit("nothing"))
+                    .when(F.col("entry_t").isNull(), F.lit("entry missing"))
+                    .otherwise(F.lit("side chain incomplete")).alias("state"),
+                    F.array_contains("missing", ENTRY_ITEM).alias("entry_missing"),
+                    F.array_sort(F.filter("missing", lambda x: x >= 0)).alias("missing_chunks"),
+                    "last_progress_t", "entry_last_progress_t", "end_t"))
+
+
+def _group_kind(node_kind: DataFrame, runs_t: DataFrame) -> DataFrame:
+    """Per (scenario, policy, kind): frames and airtime per run of the group."""
+    sums = ("tx_frames", "tx_bytes", "tx_air", "rx_frames", "duplicates", "collisions")
+    group_runs = runs_t.groupBy("scenario", "policy").agg(F.count("*").alias("runs"))
+    return (node_kind.join(runs_t.select("run", "scenario", "policy"), "run")
+            .groupBy("scenario", "policy", "kind")
+            .agg(*[F.sum(c).alias(c) for c in sums])
+            .join(group_runs, ["scenario", "policy"])
+            .select("scenario", "policy", "kind", "runs",
+                    *[(F.col(c) / F.col("runs")).alias(f"{c}_per_run") for c in sums]))
 
 
 def _curve(tracked: DataFrame, runs_t: DataFrame) -> DataFrame:
@@ -400,8 +415,8 @@ def _groups(runs_t: DataFrame, tracked: DataFrame) -> DataFrame:
     pooled = (tracked.where(F.col("complete") & ~F.col("own"))
               .join(runs_t.select("run", "scenario", "policy"), "run")
               .groupBy("scenario", "policy")
-              .agg(F.percentile_approx("latency", 0.5, 10_000).alias("latency_median"),
-                   F.percentile_approx("latency", 0.95, 10_000).alias("latency_p95")))
+              .agg(F.median("latency").alias("latency_median"),
+                   _pct("latency", 0.95).alias("latency_p95")))
     return (per_group.join(pooled, ["scenario", "policy"], "left")
             .withColumn("air_per_delivery", F.when(F.col("delivered") > 0,
                                                    F.col("tx_air_total") / F.col("delivered")))

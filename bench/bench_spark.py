@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""The Spark analysis on a generated campaign of 10 million capture records, on local[2].
+
+Usage: ``python3 bench/bench_spark.py [--records N] [--runs R] [--master M] [--keep DIR]``.
+
+1. Generate the campaign directly as a Parquet dataset with Spark column expressions
+   (no CBOR, so generation does not dominate): R runs of a 25-node mesh, half under
+   ``reference`` and half under ``default``, each with 8 entries of 3 items, a pool of
+   600 distinct frames per run (as in a real capture, where WANTs and claims repeat),
+   12 % tx, 36 % rx, 52 % drops (collisions, fading, half-duplex, duplicates), and the
+   store records of every node; a few runs leave one chunk stuck at one node.
+2. Analyze it as ``tinyssb analyze DATASET`` does (every table, summary.json, plots,
+   index.html): wall time and records per second. Target: at most 120 s.
+3. The same run metrics by a plain single-process Python pass over the same Parquet
+   files (``spark.baseline``), checked equal to Spark's: wall time and the ratio.
+
+A benchmark, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pyspark.sql import Column, DataFrame, SparkSession  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+
+from spark.analyze import AnalyzeRequest, analyze  # noqa: E402
+from spark.baseline import baseline  # noqa: E402
+from spark.dataset import RECORDS, Dataset, FileInfo, RunInfo  # noqa: E402
+from spark.schema import RECORD_COLUMNS, spark_schema  # noqa: E402
+from spark.session import build_session  # noqa: E402
+
+NODES = 25
+AUTHORS = (0, 4, 20, 24)  # the corners publish, as in grid-25
+ENTRIES_PER_AUTHOR = 2
+ITEMS = 3  # the entry and two side-chain chunks
+POOL = 600  # distinct frames per run
+PAYLOAD = len(AUTHORS) * ENTRIES_PER_AUTHOR * ITEMS  # pool frames 0..23: entries, chunks
+DURATION = 10_800.0
+TARGET_S = 120.0
+
+
+def _u(*cols: Column | str, salt: str) -> Column:
+    """A uniform number in [0, 1) from a hash of ``cols``."""
+    h = F.xxhash64(F.lit(salt), *cols)
+    return (F.abs(h % 1_000_003) / F.lit(1_000_003.0)).cast("double")
+
+
+def _policy(run_no: Column) -> Column:
+    return F.when(run_no % 2 == 0, F.lit("reference")).otherwise(F.lit("default"))
+
+
+def _pool(spark: SparkSession, runs: int) -> DataFrame:
+    """Per run the POOL distinct frames: kind, length, item, bytes, airtime."""
+    f = F.col("f")
+    slot = f % 20
+    payload = f < PAYLOAD
+    entry = f / ITEMS
+    author_no = F.floor(entry / ENTRIES_PER_AUTHOR).cast("int")
+    author = F.element_at(F.array(*[F.lit(f"g{a}") for a in AUTHORS]), author_no + 1)
+    kind = (F.when(payload, F.when(f % ITEMS == 0, "entry").otherwise("chunk"))
+            .when(slot < 10, "want").when(slot < 14, "chnk").when(slot < 19, "claim")
+            .otherwise("novelty"))
+    length = (F.when(payload, 124).when(slot < 10, 16 + (f % 4) * 4).when(slot < 14, 19)
+              .when(slot < 19, 109).otherwise(44))
+    digest = F.unhex(F.sha2(F.concat_ws(":", F.col("run_no").cast("string"),
+                                         f.cast("string")), 256))
+    return (spark.range(runs).withColumnRenamed("id", "run_no")
+            .crossJoin(spark.range(POOL).withColumnRenamed("id", "f"))
+            .select("run_no", "f", kind.alias("p_kind"), length.alias("len"),
+                    digest.alias("d"),
+                    F.when(payload, F.unhex(F.sha2(F.concat_ws(":", F.lit("feed"), author), 256)))
+                    .alias("p_feed"),
+                    F.when(payload, (F.floor(entry) % ENTRIES_PER_AUTHOR + 1).cast("long"))
+                    .alias("p_seq"),
+                    F.when(payload & (f % ITEMS > 0), (f % ITEMS - 1).cast("long"))
+                    .alias("p_cnr"),
+                    (F.lit(0.0257) + length * F.lit(0.00145)).alias("p_air"))
+            .withColumn("p_frame", F.expr("substring(concat(d, d, d, d), 1, len)"))
+            .drop("d", "len"))
+
+
+def _traffic(spark: SparkSession, runs: int, per_run: int, pool: DataFrame) -> DataFrame:
+    i = F.col("id")
+    run_no = (i / per_run).cast("long")
+    k = i % per_run
+    u = [_u(i, salt=f"u{n}") for n in range(6)]
+    d = F.when(u[0] < 0.12, "tx").when(u[0] < 0.48, "rx").otherwise("drop")
+    reason = (F.when(d != "drop", None).when(u[1] < 0.55, "collision")
+              .when(u[1] < 0.85, "below-sensitivity").when(u[1] < 0.97, "half-duplex")
+              .otherwise("no_match"))
+    other = PAYLOAD + F.floor(u[2] * (POOL - PAYLOAD))
+    item = F.floor(u[2] * PAYLOAD)
+    f = (F.when(d == "rx", other)
+         .when(d == "tx", F.when(u[3] < 0.06, item).otherwise(other))
+         .when(reason == "no_match", F.when(u[3] < 0.8, item).otherwise(other))
+         .otherwise(F.when(u[3] < 0.06, item).otherwise(other))).cast("long")
+    base = spark.range(runs * per_run).select(
+        run_no.alias("run_no"), k.alias("offset"),
+        (k * F.lit(DURATION / per_run)).alias("t"),
+        F.concat(F.lit("g"), F.floor(u[4] * NODES).cast("string")).alias("node"),
+        d.alias("dir"), reason.alias("reason"), f.alias("f"),
+        (F.lit(-125.0) + u[5] * 25).alias("rssi"), (F.lit(-8.0) + u[5] * 14).alias("snr"))
+    joined = base.join(F.broadcast(pool), ["run_no", "f"])
+    heard = F.col("dir") != "tx"
+    payload_known = F.col("dir").isin("tx", "rx")
+    return joined.select(
+        "run_no", "offset", "t", "node", "dir", F.lit("lora0").alias("face"), "p_frame",
+        F.when(F.col("dir").isin("tx", "rx"), F.col("p_kind"))
+        .when(F.col("reason") == "no_match", "unknown").alias("kind"),
+        F.when(payload_known, F.col("p_feed")).alias("feed"),
+        F.when(payload_known, F.col("p_seq")).alias("seq"),
+        F.when(payload_known, F.col("p_cnr")).alias("cnr"), "reason",
+        F.when(heard, F.col("rssi")).alias("rssi"), F.when(heard, F.col("snr")).alias("snr"),
+        F.when(~heard, F.col("p_air")).alias("air"))
+
+
+def _stores(spark: SparkSession, runs: int, per_run: int) -> DataFrame:
+    """Every node stores every item; runs 10, 30, ... leave chunk 1 of entry 0 at g12."""
+    e = F.col("e")
+    author = F.element_at(F.array(*[F.lit(f"g{a}") for a in AUTHORS]),
+                          F.floor(e / ENTRIES_PER_AUTHOR).cast("int") + 1)
+    pub_t = F.lit(10.0) + e * 300.0
+    node = F.concat(F.lit("g"), F.col("n").cast("string"))
+    own = node == author
+    slow = F.when(_policy(F.col("run_no")) == "default", 1.6).otherwise(1.0)
+    delay = (F.lit(40.0) + _u("run_no", "n", e, salt="delay") * 3000.0) * slow
+    t = F.when(own, pub_t).otherwise(pub_t + delay + F.col("c") * 7.0)
+    stuck = (F.col("run_no") % 20 == 10) & (F.col("n") == 12) & (e == 0) & (F.col("c") == 2)
+    items = (spark.range(runs).withColumnRenamed("id", "run_no")
+             .crossJoin(spark.range(NODES).withColumnRenamed("id", "n"))
+             .crossJoin(spark.range(len(AUTHORS) * ENTRIES_PER_AUTHOR).withColumnRenamed("id", "e"))
+             .crossJoin(spark.range(ITEMS).withColumnRenamed("id", "c"))
+             .where(~stuck))
+    return items.select(
+        "run_no", (F.lit(per_run) + F.monotonically_increasing_id() % 1_000_000).alias("offset"),
+        t.alias("t"), node.alias("node"), F.lit("store").alias("dir"),
+        F.when(~own, F.lit("lora0")).alias("face"), F.lit(None).cast("binary").alias("p_frame"),
+        F.when(F.col("c") == 0, "entry").otherwise("chunk").alias("kind"),
+        F.unhex(F.sha2(F.concat_ws(":", F.lit("feed"), author), 256)).alias("feed"),
+        (e % ENTRIES_PER_AUTHOR + 1).alias("seq"),
+        F.when(F.col("c") > 0, F.col("c") - 1).alias("cnr"),
+        F.lit(None).cast("string").alias("reason"), F.lit(None).cast("double").alias("rssi"),
+        F.lit(None).cast("double").alias("snr"), F.lit(None).cast("double").alias("air"))
+
+
+def generate(spark: SparkSession, out: Path, records: int, runs: int) -> Dataset:
+    """Write the campaign as a dataset at ``out`` (manifest and records by run)."""
+    stores_per_run = NODES * PAYLOAD
+    per_run = records // runs - stores_per_run
+    pool = _pool(spark, runs).cache()
+    rows = _traffic(spark, runs, per_run, pool).unionByName(_stores(spark, runs, per_run))
+    name = F.format_string("bench-%03d", F.col("run_no"))
+    cols = {c: F.col(c) for c, _ in RECORD_COLUMNS}
+    cols["file"] = F.concat(name, F.lit(".cbor"))
+    cols["frame"] = F.col("p_frame")
+    schema = {f.name: f.dataType for f in spark_schema().fields}
+    table = rows.select(*[cols[c].cast(schema[c]).alias(c) for c, _ in RECORD_COLUMNS],
+                        name.alias("run"))
+    table.write.partitionBy("run").parquet(str(out / RECORDS))
+    pool.unpersist()
+    infos = []
+    for r in range(runs):
+        stuck = 1 if r % 20 == 10 else 0
+        policy = "reference" if r % 2 == 0 else "default"
+        run_id = f"bench-{r:03d}"
+        infos.append(RunInfo(run_id, "simulator", "bench-grid", policy, r // 2 + 1,
+                             [f"g{n}" for n in range(NODES)], DURATION,
+                             [FileInfo(f"{run_id}.cbor", 0, 0, "simulator",
+                                       per_run + stores_per_run - stuck)]))
+    ds = Dataset(out, infos)
+    ds.save()
+    return ds
+
+
+def check(spark_runs: list[dict[str, object]], plain: list[object]) -> list[str]:
+    """Where Spark and the plain pass disagree (empty: they agree)."""
+    by_run = {r["run"]: r for r in spark_runs}
+    wrong = []
+    for m in plain:
+        s = by_run[m.run]  # type: ignore[attr-defined]
+        for key in ("nodes", "entries", "converged", "held_pairs", "delivered",
+                    "stalled_pairs", "tx_frames", "tx_bytes", "duplicates", "redundant",
+                    "collisions"):
+            if s[key] != getattr(m, key):
+                wrong.append(f"{m.run}: {key} spark {s[key]} plain {getattr(m, key)}")  # type: ignore[attr-defined]
+        for key in ("convergence_t", "share", "tx_air"):
+            a, b = s[key], getattr(m, key)
+            if (a is None) != (b is None) or (a is not None and not math.isclose(
+                    float(a), float(b), rel_tol=1e-9, abs_tol=1e-6)):  # type: ignore[arg-type]
+                wrong.append(f"{m.run}: {key} spark {a} plain {b}")  # type: ignore[attr-defined]
+    return wrong
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=10_000_000)
+    ap.add_argument("--runs", type=int, default=40)
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--keep", metavar="DIR", help="keep the dataset and report in DIR")
+    args, _ = ap.parse_known_args()
+    with tempfile.TemporaryDirectory(prefix="bench-spark-") as tmp:
+        root = Path(args.keep) if args.keep else Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        spark = build_session(args.master, [("spark.driver.memory", "4g")],
+                              app_name="bench-spark")
+        print(f"Spark {spark.version} on {args.master}: session up in "
+              f"{time.perf_counter() - started:.1f} s", flush=True)
+        started = time.perf_counter()
+        ds = generate(spark, root / "dataset", args.records, args.runs)
+        n = ds.records
+        size = sum(p.stat().st_size for p in (root / "dataset").rglob("*.parquet"))
+        print(f"generated {n:,} records in {args.runs} runs ({size / 1e6:.0f} MB Parquet) in "
+              f"{time.perf_counter() - started:.1f} s", flush=True)
+        started = time.perf_counter()
+        report = analyze(AnalyzeRequest([str(root / "dataset")], root / "report", args.master,
+                                        show_progress=False), lambda m: None, spark)
+        wall = time.perf_counter() - started
+        verdict = "within" if wall <= TARGET_S else "OVER"
+        print(f"Spark analysis ({args.master}): {wall:.1f} s wall, {n / wall:,.0f} records/s "
+              f"({verdict} the {TARGET_S:.0f} s target); report {report.index}", flush=True)
+        spark_runs = report.summary["runs"]
+        spark.stop()
+        started = time.perf_counter()
+        plain = baseline(ds)
+        base = time.perf_counter() - started
+        print(f"plain Python pass (1 process, same Parquet, run metrics only): {base:.1f} s, "
+              f"{n / base:,.0f} records/s; Spark is {base / wall:.2f}x its speed", flush=True)
+        wrong = check(spark_runs, plain)
+        if wrong:
+            print("DISAGREE:\n  " + "\n  ".join(wrong[:20]), flush=True)
+            return 1
+        converged = sum(1 for r in spark_runs if r["converged"])
+        print(f"both agree on all {len(plain)} runs ({converged} converged, "
+              f"{sum(r['stalled_pairs'] for r in spark_runs)} stalled pairs)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
