@@ -411,7 +411,7 @@ def _groups(runs_t: DataFrame, tracked: DataFrame) -> DataFrame:
                       F.sum("payload_received").alias("payload_received"),
                       F.avg("collisions").alias("collisions_mean"),
                       F.sum("stalled_pairs").alias("stalled_pairs"),
-                      F.sum("tx_frames").alias("tx_frames_total")))
+                      F.avg("tx_frames").alias("tx_frames_mean")))
     pooled = (tracked.where(F.col("complete") & ~F.col("own"))
               .join(runs_t.select("run", "scenario", "policy"), "run")
               .groupBy("scenario", "policy")

@@ -180,9 +180,18 @@ def airtime_plot(bars: Sequence[KindBar], path: Path) -> None:
         ax.set_xticks(range(len(kinds)), kinds)
         ax.set_ylabel("airtime per run (s)")
         ax.set_title(f"{scenario}: airtime by frame kind")
-        ax.margins(y=0.12)
-        ax.legend(loc="upper left")
+        ax.margins(y=0.1)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.09), ncol=min(len(policies), 3),
+                  frameon=False)
     _save(fig, plt, path)
+
+
+def _ink(cmap: Any, norm: Any, value: float) -> str:
+    """Black or white text, whichever reads better on the colour of ``value``."""
+    if math.isnan(value):
+        return "black"
+    r, g, b, _ = cmap(norm(value))
+    return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
 
 
 def heatmap_plot(maps: Sequence[NodeMap], path: Path) -> None:
@@ -204,7 +213,7 @@ def heatmap_plot(maps: Sequence[NodeMap], path: Path) -> None:
         span = max(max(xs) - min(xs), max(ys) - min(ys), 1.0)
         size = 52000 / max(len(m.cells), 1) * (1.0 if len(m.cells) <= 36 else 0.6)
         for row, (label, cmap) in enumerate((("held everything at", "viridis"),
-                                             ("airtime sent per run (s)", "magma_r"))):
+                                             ("airtime sent per run (s)", "YlOrRd"))):
             ax = axes[row][col]
             if row == 0:
                 values = [c.complete_t / scale if c.complete_t is not None else math.nan
@@ -219,7 +228,7 @@ def heatmap_plot(maps: Sequence[NodeMap], path: Path) -> None:
                 if row == 0 and c.incomplete_runs:
                     text = f"{c.node}\nnever" if math.isnan(v) else text + "*"
                 ax.annotate(text, (c.x, c.y), ha="center", va="center", fontsize=7,
-                            color="black" if row == 1 or math.isnan(v) else "white")
+                            color=_ink(sc.cmap, norms[row], v))
             pad = span * 0.08
             ax.set_xlim(min(xs) - pad, max(xs) + pad)
             ax.set_ylim(min(ys) - pad, max(ys) + pad)
@@ -231,5 +240,6 @@ def heatmap_plot(maps: Sequence[NodeMap], path: Path) -> None:
             what = f"{label} ({unit})" if row == 0 else label
             ax.set_title(f"{m.policy}{runs}\n{what}")
             fig.colorbar(sc, ax=ax, shrink=0.8)
-    fig.suptitle(f"{maps[0].scenario}: per node (grey: never held everything)")
+    fig.suptitle(f"{maps[0].scenario}: per node (grey: never held everything; "
+                 "*: not in every run)")
     _save(fig, plt, path)

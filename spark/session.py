@@ -39,6 +39,14 @@ def parse_conf(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
+def _local_cores(master: str | None) -> int:
+    """Threads of a ``local[N]`` master (``local``: 1, ``local[*]``: every core)."""
+    text = master or DEFAULT_MASTER
+    inner = text[text.find("[") + 1:text.find("]")] if "[" in text else "1"
+    first = inner.split(",")[0].strip()
+    return max(1, os.cpu_count() or 1) if first == "*" or not first.isdigit() else int(first)
+
+
 def _under_spark_submit() -> bool:
     # spark-submit starts the Python driver with the port of the JVM it already runs
     return "PYSPARK_GATEWAY_PORT" in os.environ
@@ -55,6 +63,9 @@ def build_session(master: str | None = None, conf: Sequence[tuple[str, str]] = (
     given = dict(conf)
     if not _under_spark_submit():
         defaults = [*DEFAULTS, ("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())]
+        if (master or DEFAULT_MASTER).startswith("local"):
+            # a few shuffle partitions per core: 200 tiny ones cost more than they split
+            defaults.append(("spark.sql.shuffle.partitions", str(2 * _local_cores(master))))
         for key, value in defaults:
             if key not in given:
                 builder = builder.config(key, value)

@@ -26,7 +26,7 @@ COMPARED: tuple[tuple[str, str, str], ...] = (
     ("latency_p95", "latency p95", "s"),
     ("tx_air_mean", "airtime per run", "s"),
     ("air_per_delivery", "airtime per delivered pair", "s"),
-    ("tx_frames_total", "frames sent", "n"),
+    ("tx_frames_mean", "frames sent per run", "n"),
     ("duplicates_mean", "duplicates per run", "n"),
     ("redundancy", "redundancy", "%"),
     ("collisions_mean", "collisions per run", "n"),
@@ -77,7 +77,8 @@ def format_text(summary: dict[str, Any], index: Path) -> str:
         lines.append("")
         lines.append(f"{comp['scenario']}: {comp['nodes']:.0f} nodes, "
                      f"{comp['entries']:.0f} entries published")
-        width = max(14, *(len(p) + 2 for p in policies))
+        width = 2 + max(12, *(len(p) for p in policies),
+                        *(len(v) for row in comp["rows"] for v in row["shown"].values()))
         lines.append(f"  {'':<30}" + "".join(f"{p:>{width}}" for p in policies))
         for row in comp["rows"]:
             lines.append(f"  {row['label']:<30}"

@@ -1,0 +1,70 @@
+"""``tinyssb analyze`` and ``tinyssb capture convert`` as a person types them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gateway.cli import main
+
+from . import captures
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_missing_input_is_one_line_and_exit_2(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run(capsys, "analyze", str(tmp_path / "nope.cbor"), "--out",
+                       str(tmp_path / "r"))
+    assert rc == 2 and out == ""
+    assert err == f"tinyssb: error: no such file or directory: {tmp_path / 'nope.cbor'}\n"
+    assert not (tmp_path / "r").exists()
+
+
+def test_unwritable_output_is_one_line_and_exit_2(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    src = captures.write_hand_ref(tmp_path / "hand-ref.cbor")
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    rc, _, err = run(capsys, "analyze", str(src), "--out", str(blocker / "report"))
+    assert rc == 2
+    assert err.startswith(f"tinyssb: error: cannot create output directory {blocker}/report")
+    assert len(err.splitlines()) == 1
+
+
+def test_bad_conf_is_an_argparse_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["analyze", "x.cbor", "--out", "r", "--conf", "spark.sql.shuffle.partitions"])
+    assert exc.value.code == 2
+    assert "expected KEY=VALUE" in capsys.readouterr().err
+
+
+def test_help_names_master_conf_and_the_docs(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["analyze", "--help"])
+    text = capsys.readouterr().out
+    for word in ("--master", "--conf", "--out", "local[*]", "docs/spark.md"):
+        assert word in text
+    with pytest.raises(SystemExit):
+        main(["capture", "convert", "--help"])
+    assert "Parquet" in capsys.readouterr().out
+
+
+def test_capture_convert_lists_runs_and_problems(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    captures.write_hand_ref(tmp_path / "hand-ref.cbor")
+    torn, at = captures.write_torn(tmp_path / "cut.cbor")
+    rc, out, err = run(capsys, "capture", "convert", str(tmp_path), "--out",
+                       str(tmp_path / "ds"), "--quiet")
+    assert rc == 0
+    assert f"32 records of 2 runs in {tmp_path / 'ds'}" in out
+    assert "  hand-ref: hand, policy reference, 1 file, 29 records" in out
+    assert f"problem: {torn}: torn last record at byte {at}" in err
+    rc, _, err = run(capsys, "capture", "convert", str(tmp_path / "ds"), "--out",
+                     str(tmp_path / "ds2"))
+    assert rc == 2 and "is converted already" in err

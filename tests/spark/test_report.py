@@ -1,0 +1,66 @@
+"""What ``tinyssb analyze`` leaves behind and prints: files, plots, page, summary."""
+
+from __future__ import annotations
+
+import json
+
+from .conftest import Campaign
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_files_are_all_there_and_nothing_half_written(campaign: Campaign) -> None:
+    out = campaign.out
+    assert (out / "index.html").is_file() and (out / "summary.json").is_file()
+    for name in ("runs", "groups", "entries", "deliveries", "curve", "nodes", "node_kind",
+                 "drops", "stalls", "group_kind"):
+        assert (out / "tables" / f"{name}.parquet" / "_SUCCESS").exists(), name
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+    assert not [p for p in out.parent.iterdir() if ".tmp-" in p.name]
+    assert json.loads((out / "dataset" / "manifest.json").read_text())["format"] == \
+        "tinyssb-dataset"
+
+
+def test_plots_are_pngs_and_a_grid_gets_no_heat_map_without_positions(
+        campaign: Campaign) -> None:
+    plots = campaign.summary["plots"]
+    assert set(plots) == {"convergence", "latency_cdf", "airtime_by_kind"}  # no 2-D layout
+    for rel in plots.values():
+        assert (campaign.out / rel).read_bytes()[:8] == PNG
+
+
+def test_index_shows_plots_comparison_runs_stalls_and_problems(campaign: Campaign) -> None:
+    page = (campaign.out / "index.html").read_text()
+    for rel in campaign.summary["plots"].values():
+        assert f'src="{rel}"' in page
+    assert "<h2>hand</h2>" in page and ">reference<" in page and ">default<" in page
+    assert "side chain incomplete" in page and "hand-def" in page
+    assert str(campaign.torn) in page and str(campaign.corrupt) in page
+
+
+def test_terminal_summary_compares_policies_and_names_the_report(campaign: Campaign) -> None:
+    out = campaign.stdout
+    assert "analysis of 6 runs" in out
+    hand = out[out.index("hand:"):]
+    header = hand.splitlines()[1]
+    assert header.split() == ["reference", "default"]
+    assert "runs converged" in hand and "1/1" in hand and "0/1" in hand
+    assert "stalled: " in out and "hand-def C" in out and "chunks 0 missing" in out
+    assert f"report: {campaign.out / 'index.html'}" in out
+    assert "analyze: converting 8 capture files" in campaign.stderr
+
+
+def test_bad_files_are_reported_with_name_and_offset_and_the_rest_analyzed(
+        campaign: Campaign) -> None:
+    problems = campaign.summary["problems"]
+    torn = [p for p in problems if p.startswith(str(campaign.torn))]
+    corrupt = [p for p in problems if p.startswith(str(campaign.corrupt))]
+    assert torn == [f"{campaign.torn}: torn last record at byte {campaign.torn_at}; "
+                    "kept the 3 records before it"]
+    assert len(corrupt) == 1 and f"at byte {campaign.corrupt_at};" in corrupt[0]
+    assert "file left out" in corrupt[0]
+    runs = {r["run"] for r in campaign.summary["runs"]}
+    assert runs == {"hand-ref", "hand-def", "gw-site", "cut", "line5-900s", "line5-300s"}
+    cut = campaign.run("cut")  # the kept prefix is analyzed: B's store record was torn off
+    assert (cut["tx_frames"], cut["held_pairs"], cut["stalled_pairs"]) == (1, 1, 1)
+    assert f"{campaign.torn}: torn last record at byte {campaign.torn_at}" in campaign.stdout

@@ -1,0 +1,34 @@
+"""Session options: ``--conf`` parsing, local core counts, the shared test session."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from pyspark.sql import SparkSession
+
+from spark.session import _local_cores, build_session, parse_conf
+
+from .conftest import TEST_CONF
+
+
+def test_parse_conf_splits_at_the_first_equals_sign() -> None:
+    assert parse_conf("spark.driver.memory=4g") == ("spark.driver.memory", "4g")
+    assert parse_conf("a.b=x=y") == ("a.b", "x=y")
+    for bad in ("novalue", "=x", ""):
+        with pytest.raises(ValueError):
+            parse_conf(bad)
+
+
+def test_local_cores_follow_the_master() -> None:
+    assert _local_cores("local") == 1
+    assert _local_cores("local[3]") == 3
+    assert _local_cores("local[*]") == (os.cpu_count() or 1)
+    assert _local_cores("local[2,4]") == 2
+
+
+def test_the_suite_shares_one_small_session(spark: SparkSession) -> None:
+    assert spark.sparkContext.master == "local[2]"
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+    assert spark.conf.get("spark.ui.enabled") == "false"
+    assert build_session("local[2]", TEST_CONF) is spark  # getOrCreate: the same session

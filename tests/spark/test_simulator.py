@@ -1,0 +1,44 @@
+"""Spark and the simulator's own summary agree on convergence of simulator captures."""
+
+from __future__ import annotations
+
+import pytest
+
+from spark.schema import NODE_REASONS
+
+from .conftest import Campaign
+
+
+@pytest.mark.parametrize("run_id", ["line5-900s", "line5-300s"])
+def test_convergence_agrees_with_firmware_sim_summary(campaign: Campaign, run_id: str) -> None:
+    c = campaign.sims[run_id].convergence
+    r = campaign.run(run_id)
+    assert r["converged"] is c.converged
+    assert r["convergence_t"] == c.time  # the same store record: exactly equal
+    assert r["share"] == c.share
+    assert (r["nodes"], r["entries"], r["held_pairs"]) == (c.nodes, c.entries, c.held)
+    assert r["nodes_complete"] == c.nodes_complete
+    assert r["last_publication_t"] == c.last_publication
+    assert r["entries_complete"] == len(c.latencies)
+
+
+def test_the_short_run_is_cut_before_convergence_and_the_long_one_is_not(
+        campaign: Campaign) -> None:
+    assert campaign.sims["line5-900s"].convergence.converged
+    assert not campaign.sims["line5-300s"].convergence.converged
+    assert campaign.run("line5-300s")["stalled_pairs"] > 0
+
+
+def test_spread_and_traffic_agree_with_firmware_sim_summary(campaign: Campaign) -> None:
+    s = campaign.sims["line5-900s"]
+    r = campaign.run("line5-900s")
+    spreads = sorted(e["spread"] for e in campaign.table("entries")
+                     if e["run"] == "line5-900s" and e["spread"] is not None)
+    assert spreads == pytest.approx(sorted(s.convergence.latencies))
+    assert r["tx_frames"] == sum(s.tx_frames.values())
+    assert r["tx_bytes"] == sum(s.tx_bytes.values())
+    assert r["tx_air"] == pytest.approx(sum(s.tx_airtime.values()))
+    assert r["collisions"] == s.collisions
+    assert r["drops"] == sum(s.drops.values())
+    reached = sum(n for reason, n in s.drops.items() if reason in NODE_REASONS)
+    assert r["rx_frames"] == s.rx_frames + reached  # rx records and the Node's own drops
