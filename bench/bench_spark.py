@@ -24,15 +24,18 @@ import math
 import sys
 import tempfile
 import time
+from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import pyarrow.parquet as pq  # noqa: E402
 from pyspark.sql import Column, DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 from spark.analyze import AnalyzeRequest, analyze  # noqa: E402
-from spark.baseline import baseline  # noqa: E402
+from spark.baseline import RunMetrics, baseline  # noqa: E402
 from spark.dataset import RECORDS, Dataset, FileInfo, RunInfo  # noqa: E402
 from spark.schema import RECORD_COLUMNS, spark_schema  # noqa: E402
 from spark.session import build_session  # noqa: E402
@@ -180,22 +183,35 @@ def generate(spark: SparkSession, out: Path, records: int, runs: int) -> Dataset
     return ds
 
 
-def check(spark_runs: list[dict[str, object]], plain: list[object]) -> list[str]:
+def check(spark_runs: list[dict[str, Any]], spark_kinds: list[dict[str, Any]],
+          plain: list[RunMetrics]) -> list[str]:
     """Where Spark and the plain pass disagree (empty: they agree)."""
     by_run = {r["run"]: r for r in spark_runs}
     wrong = []
+
+    def differ(a: Any, b: Any) -> bool:
+        if a is None or b is None or isinstance(a, bool | int) and isinstance(b, bool | int):
+            return bool(a != b)
+        return not math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-6)
+
     for m in plain:
-        s = by_run[m.run]  # type: ignore[attr-defined]
+        s = by_run[m.run]
         for key in ("nodes", "entries", "converged", "held_pairs", "delivered",
                     "stalled_pairs", "tx_frames", "tx_bytes", "duplicates", "redundant",
-                    "collisions"):
-            if s[key] != getattr(m, key):
-                wrong.append(f"{m.run}: {key} spark {s[key]} plain {getattr(m, key)}")  # type: ignore[attr-defined]
-        for key in ("convergence_t", "share", "tx_air"):
-            a, b = s[key], getattr(m, key)
-            if (a is None) != (b is None) or (a is not None and not math.isclose(
-                    float(a), float(b), rel_tol=1e-9, abs_tol=1e-6)):  # type: ignore[arg-type]
-                wrong.append(f"{m.run}: {key} spark {a} plain {b}")  # type: ignore[attr-defined]
+                    "collisions", "convergence_t", "share", "tx_air"):
+            if differ(s[key], getattr(m, key)):
+                wrong.append(f"{m.run}: {key} spark {s[key]} plain {getattr(m, key)}")
+    kinds = {(r["run"], r["node"], r["kind"]): r for r in spark_kinds}
+    plain_kinds = {(m.run, node, kind): counts for m in plain
+                   for (node, kind), counts in m.node_kind.items()}
+    if kinds.keys() != plain_kinds.keys():
+        wrong.append(f"node_kind rows: spark {len(kinds)} plain {len(plain_kinds)}")
+    for key, counts in plain_kinds.items():
+        row = kinds.get(key)
+        for f in fields(counts) if row is not None else ():
+            if differ(row[f.name], getattr(counts, f.name)):
+                wrong.append(f"{key}: {f.name} spark {row[f.name]} plain "
+                             f"{getattr(counts, f.name)}")
     return wrong
 
 
@@ -228,13 +244,15 @@ def main() -> int:
         print(f"Spark analysis ({args.master}): {wall:.1f} s wall, {n / wall:,.0f} records/s "
               f"({verdict} the {TARGET_S:.0f} s target); report {report.index}", flush=True)
         spark_runs = report.summary["runs"]
+        spark_kinds = pq.read_table(root / "report" / "tables" / "node_kind.parquet").to_pylist()
         spark.stop()
         started = time.perf_counter()
         plain = baseline(ds)
         base = time.perf_counter() - started
-        print(f"plain Python pass (1 process, same Parquet, run metrics only): {base:.1f} s, "
+        print(f"plain Python pass (1 process, same Parquet; run and node/kind metrics): "
+              f"{base:.1f} s, "
               f"{n / base:,.0f} records/s; Spark is {base / wall:.2f}x its speed", flush=True)
-        wrong = check(spark_runs, plain)
+        wrong = check(spark_runs, spark_kinds, plain)
         if wrong:
             print("DISAGREE:\n  " + "\n  ".join(wrong[:20]), flush=True)
             return 1

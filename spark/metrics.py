@@ -124,15 +124,19 @@ def _catalogue(records: DataFrame) -> DataFrame:
     """(run, fh) of every frame sent or decoded: its kind, item and airtime."""
     known = records.where(F.col("dir").isin("tx", "rx") & F.col("frame").isNotNull()
                           & F.col("kind").isNotNull() & (F.col("kind") != "unknown"))
-    return (known.groupBy("run", _frame_hash().alias("fh"))
+    # decode fields as keys first: a hash aggregation (max over strings and bytes would
+    # sort every record); then one row per frame from the few variants left
+    variants = (known.groupBy("run", _frame_hash().alias("fh"), "kind", "feed", "seq", "cnr")
+                .agg(F.sum(F.when(F.col("dir") == "tx", F.col("air"))).alias("air"),
+                     F.sum(_i((F.col("dir") == "tx") & F.col("air").isNotNull())).alias("sent")))
+    return (variants.groupBy("run", "fh")
             .agg(F.max("kind").alias("c_kind"), F.max("feed").alias("c_feed"),
                  F.max("seq").alias("c_seq"), F.max("cnr").alias("c_cnr"),
-                 F.avg(F.when(F.col("dir") == "tx", F.col("air"))).alias("c_air")))
+                 (F.sum("air") / F.sum("sent")).alias("c_air")))
 
 
-def _traffic(records: DataFrame, items: DataFrame) -> DataFrame:
+def _traffic(records: DataFrame, items: DataFrame, catalogue: DataFrame) -> DataFrame:
     """Frames, bytes, airtime, duplicates per (run, node, kind, dir, reason, dup entry)."""
-    catalogue = _catalogue(records)
     held = items.select(F.col("run").alias("h_run"), F.col("node").alias("h_node"),
                         F.col("feed").alias("h_feed"), F.col("seq").alias("h_seq"),
                         F.col("item").alias("h_item"), F.col("t").alias("h_t"))
@@ -224,24 +228,25 @@ TRAFFIC_SUMS = ("tx_frames", "tx_bytes", "tx_air", "rx_frames", "rx_bytes", "rx_
 
 def compute(records: DataFrame, runs: DataFrame) -> Tables:
     """Build (lazily) every table of the report from a campaign's records."""
-    items = _items(records).cache()
+    items = _items(records).localCheckpoint()
     node_entry, entries = _entries(items)
-    entries = entries.cache()
-    traffic = _traffic(records, items).cache()
-    run_nodes = _run_nodes(runs, traffic, items).cache()
-    pairs = _pairs(entries, node_entry, run_nodes).cache()
+    entries = entries.localCheckpoint()
+    catalogue = _catalogue(records).localCheckpoint()
+    traffic = _traffic(records, items, catalogue).localCheckpoint()
+    run_nodes = _run_nodes(runs, traffic, items).localCheckpoint()
+    pairs = _pairs(entries, node_entry, run_nodes).localCheckpoint()
     tracked = pairs.where("tracked")
-    node_kind = _node_kind(traffic).cache()
-    entries_t = _entries_table(entries, pairs, traffic).cache()
-    nodes = _nodes_table(run_nodes, tracked, node_kind, traffic, items).cache()
-    runs_t = _runs_table(runs, nodes, entries_t, tracked).cache()
+    node_kind = _node_kind(traffic).localCheckpoint()
+    entries_t = _entries_table(entries, pairs, traffic).localCheckpoint()
+    nodes = _nodes_table(run_nodes, tracked, node_kind, traffic, items).localCheckpoint()
+    runs_t = _runs_table(runs, nodes, entries_t, tracked).localCheckpoint()
     deliveries = pairs.select("run", "node", _hex("feed").alias("feed"), "seq", "tracked", "own",
                               "first_t", "entry_t", "complete_t", "latency", "items",
                               "items_held", "complete")
     drops = (traffic.where(F.col("dir") == "drop")
              .groupBy("run", "node", "reason", "kind")
              .agg(F.sum("frames").alias("frames"), F.sum("bytes").alias("bytes")))
-    groups = _groups(runs_t, tracked).cache()
+    groups = _groups(runs_t, tracked).localCheckpoint()
     return Tables(runs_t, groups, entries_t, deliveries, _curve(tracked, runs_t), nodes,
                   node_kind, drops, _stalls(tracked, entries, runs_t),
                   _group_kind(node_kind, runs_t))

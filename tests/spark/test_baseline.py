@@ -22,3 +22,14 @@ def test_baseline_agrees_with_spark_on_every_run(campaign: Campaign) -> None:
         assert r["convergence_t"] == m.convergence_t, m.run
         assert r["share"] == pytest.approx(m.share)
         assert r["tx_air"] == pytest.approx(m.tx_air)
+
+
+def test_baseline_traffic_by_node_and_kind_agrees_with_spark(campaign: Campaign) -> None:
+    plain = baseline(Dataset.load(campaign.out / "dataset"))
+    spark_rows = {(r["run"], r["node"], r["kind"]): r for r in campaign.table("node_kind")}
+    plain_rows = {(m.run, node, kind): counts for m in plain
+                  for (node, kind), counts in m.node_kind.items()}
+    assert spark_rows.keys() == plain_rows.keys()
+    for key, counts in plain_rows.items():
+        for name in counts.__slots__:
+            assert spark_rows[key][name] == pytest.approx(getattr(counts, name)), (key, name)
