@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: all setup test run bench lint clean flash
+.PHONY: all setup test run demo bench lint clean flash
 
 all: test
 
@@ -21,7 +21,13 @@ setup: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
+# the main job: simulate grid-25 under the reference and default policies, analyze both
+# captures in Spark (needs Java 17+), print the summary; the report is out/make-run/
 run: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m spark.main_job --out out/make-run
+
+# two gateways on loopback WebSocket replicate a demo feed
+demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/demo.sh
 
 bench: $(STAMP)

@@ -30,15 +30,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import pyarrow.parquet as pq  # noqa: E402
-from pyspark.sql import Column, DataFrame, SparkSession  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
+import pyarrow.parquet as pq
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 
-from spark.analyze import AnalyzeRequest, analyze  # noqa: E402
-from spark.baseline import RunMetrics, baseline  # noqa: E402
-from spark.dataset import RECORDS, Dataset, FileInfo, RunInfo  # noqa: E402
-from spark.schema import RECORD_COLUMNS, spark_schema  # noqa: E402
-from spark.session import build_session  # noqa: E402
+from spark.analyze import AnalyzeRequest, analyze
+from spark.baseline import RunMetrics, baseline
+from spark.dataset import RECORDS, Dataset, FileInfo, RunInfo
+from spark.schema import RECORD_COLUMNS, spark_schema
+from spark.session import build_session
 
 NODES = 25
 AUTHORS = (0, 4, 20, 24)  # the corners publish, as in grid-25
@@ -206,11 +206,13 @@ def check(spark_runs: list[dict[str, Any]], spark_kinds: list[dict[str, Any]],
                    for (node, kind), counts in m.node_kind.items()}
     if kinds.keys() != plain_kinds.keys():
         wrong.append(f"node_kind rows: spark {len(kinds)} plain {len(plain_kinds)}")
-    for key, counts in plain_kinds.items():
-        row = kinds.get(key)
-        for f in fields(counts) if row is not None else ():
+    for where, counts in plain_kinds.items():
+        row = kinds.get(where)
+        if row is None:
+            continue
+        for f in fields(counts):
             if differ(row[f.name], getattr(counts, f.name)):
-                wrong.append(f"{key}: {f.name} spark {row[f.name]} plain "
+                wrong.append(f"{where}: {f.name} spark {row[f.name]} plain "
                              f"{getattr(counts, f.name)}")
     return wrong
 

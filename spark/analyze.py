@@ -130,7 +130,7 @@ def analyze(request: AnalyzeRequest, step: Step,
     runs = sum(len(ds.runs) for ds in datasets)
     step(f"analyzing {runs} run{'s' if runs != 1 else ''}, "
          f"{sum(ds.records for ds in datasets):,} records")
-    tables = compute(load_records(spark, datasets), runs_frame(spark, datasets))
+    tables = compute(load_records(spark, datasets), runs_frame(spark, datasets), step)
     report = write_report(spark, tables, datasets, request.out, step)
     step(f"report written in {time.monotonic() - started:.1f} s")
     return report

@@ -137,11 +137,11 @@ def _convergence(info: RunInfo, seen: set[str], held: dict[Item, float],
     for (feed, seq), (t_pub, items, author) in entries.items():
         last = t_pub
         for node in nodes:
-            acc = per_node.get((node, feed, seq))
-            if acc is not None and acc[0] >= items:
+            got = per_node.get((node, feed, seq))
+            if got is not None and got[0] >= items:
                 held_pairs += 1
                 delivered += node != author
-                last = max(last, acc[1])
+                last = max(last, got[1])
             else:
                 complete_nodes[node] = False
         done_at = max(done_at, last)

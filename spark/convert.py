@@ -29,8 +29,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .dataset import (RECORDS, Dataset, DatasetError, FileInfo, Problem, RunInfo, file_stamp,
-                      is_dataset)
+from .dataset import (
+    RECORDS,
+    Dataset,
+    DatasetError,
+    FileInfo,
+    Problem,
+    RunInfo,
+    file_stamp,
+    is_dataset,
+)
 from .schema import RECORD_COLUMNS, arrow_schema
 from .stream import BadCapture, OffsetReader, read_header
 

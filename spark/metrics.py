@@ -29,6 +29,7 @@ records are read three times and shuffled only after aggregation. No Python UDFs
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 from pyspark.sql import Column, DataFrame, Window
@@ -226,27 +227,40 @@ TRAFFIC_SUMS = ("tx_frames", "tx_bytes", "tx_air", "rx_frames", "rx_bytes", "rx_
                 "duplicates", "redundant", "lost", "collisions", "refused", "drops")
 
 
-def compute(records: DataFrame, runs: DataFrame) -> Tables:
-    """Build (lazily) every table of the report from a campaign's records."""
-    items = _items(records).localCheckpoint()
+def compute(records: DataFrame, runs: DataFrame,
+            step: Callable[[str], None] | None = None) -> Tables:
+    """Every table of a campaign; ``step`` hears what is being computed.
+
+    Intermediate results are materialized on the way (``localCheckpoint``): each pass
+    over the records runs once, and the plans built on top start from small tables.
+    """
+    def keep(df: DataFrame, what: str | None = None) -> DataFrame:
+        if what is not None and step is not None:
+            step(what)
+        return df.localCheckpoint()
+
+    items = keep(_items(records), "pass 1/3 over the records: stored items")
     node_entry, entries = _entries(items)
-    entries = entries.localCheckpoint()
-    catalogue = _catalogue(records).localCheckpoint()
-    traffic = _traffic(records, items, catalogue).localCheckpoint()
-    run_nodes = _run_nodes(runs, traffic, items).localCheckpoint()
-    pairs = _pairs(entries, node_entry, run_nodes).localCheckpoint()
+    entries = keep(entries)
+    catalogue = keep(_catalogue(records), "pass 2/3: the frames sent and decoded")
+    traffic = keep(_traffic(records, items, catalogue),
+                   "pass 3/3: frames, bytes, airtime and duplicates by node and kind")
+    if step is not None:
+        step("deliveries, entries, nodes and runs")
+    run_nodes = keep(_run_nodes(runs, traffic, items))
+    pairs = keep(_pairs(entries, node_entry, run_nodes))
     tracked = pairs.where("tracked")
-    node_kind = _node_kind(traffic).localCheckpoint()
-    entries_t = _entries_table(entries, pairs, traffic).localCheckpoint()
-    nodes = _nodes_table(run_nodes, tracked, node_kind, traffic, items).localCheckpoint()
-    runs_t = _runs_table(runs, nodes, entries_t, tracked).localCheckpoint()
+    node_kind = keep(_node_kind(traffic))
+    entries_t = keep(_entries_table(entries, pairs, traffic))
+    nodes = keep(_nodes_table(run_nodes, tracked, node_kind, traffic, items))
+    runs_t = keep(_runs_table(runs, nodes, entries_t, tracked))
+    groups = keep(_groups(runs_t, tracked))
     deliveries = pairs.select("run", "node", _hex("feed").alias("feed"), "seq", "tracked", "own",
                               "first_t", "entry_t", "complete_t", "latency", "items",
                               "items_held", "complete")
     drops = (traffic.where(F.col("dir") == "drop")
              .groupBy("run", "node", "reason", "kind")
              .agg(F.sum("frames").alias("frames"), F.sum("bytes").alias("bytes")))
-    groups = _groups(runs_t, tracked).localCheckpoint()
     return Tables(runs_t, groups, entries_t, deliveries, _curve(tracked, runs_t), nodes,
                   node_kind, drops, _stalls(tracked, entries, runs_t),
                   _group_kind(node_kind, runs_t))

@@ -15,10 +15,15 @@ body { font: 15px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1300p
 h1 { font-size: 1.6em; margin-bottom: 0.2em; }
 h2 { font-size: 1.25em; margin-top: 1.8em; border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; margin: 0.6em 0 1em; font-size: 0.92em; }
-th, td { padding: 0.25em 0.7em; border-bottom: 1px solid #eee; text-align: right; }
+th, td { padding: 0.25em 0.7em; border-bottom: 1px solid #eee; text-align: right;
+         white-space: nowrap; }
 th:first-child, td:first-child { text-align: left; }
 thead th { background: #f4f4f4; }
-img { max-width: 100%; border: 1px solid #eee; margin: 0.4em 0; }
+.plots { display: grid; grid-template-columns: repeat(auto-fit, minmax(520px, 1fr));
+         gap: 1em; }
+.plots .wide { grid-column: 1 / -1; }
+figure { margin: 0; }
+img { width: 100%; border: 1px solid #eee; }
 .note { color: #666; font-size: 0.9em; }
 .problem { color: #a40000; }
 code { background: #f4f4f4; padding: 0 0.25em; }
@@ -58,11 +63,12 @@ def _comparison(comp: dict[str, Any]) -> str:
             + "</p>" + _table(["", *(escape(p) for p in policies)], rows))
 
 
-def _figure(summary: dict[str, Any], name: str, caption: str) -> str:
+def _figure(summary: dict[str, Any], name: str, caption: str, wide: bool = False) -> str:
     path = summary["plots"].get(name)
     if path is None:
         return ""
-    return (f'<figure><img src="{escape(path)}" alt="{escape(caption)}">'
+    attr = ' class="wide"' if wide else ""
+    return (f'<figure{attr}><img src="{escape(path)}" alt="{escape(caption)}">'
             f'<figcaption class="note">{escape(caption)}</figcaption></figure>')
 
 
@@ -75,16 +81,16 @@ def render_page(summary: dict[str, Any]) -> str:
         items = "".join(f"<li>{escape(p)}</li>" for p in summary["problems"])
         parts.append(f"<h2>Input problems</h2><ul class='problem'>{items}</ul>")
     parts.extend(_comparison(c) for c in summary["comparisons"])
-    parts.append("<h2>Plots</h2>")
-    parts.append(_figure(summary, "convergence", "Share of (node, entry) pairs held completely "
-                         "(entry and side chain) over time, all runs of a policy pooled."))
-    parts.append(_figure(summary, "latency_cdf", "Dissemination latency: from publication "
-                         "until a node held the entry completely, authors left out."))
-    parts.append(_figure(summary, "airtime_by_kind", "Seconds on air per run by frame kind."))
-    for name in sorted(summary["plots"]):
-        if name.startswith("heatmap-"):
-            parts.append(_figure(summary, name, f"{name[8:]}: per node, when it held every "
-                                 "entry and how much airtime it sent (mean over runs)."))
+    figures = [
+        _figure(summary, "convergence", "Share of (node, entry) pairs held completely (entry "
+                "and side chain) over time, all runs of a policy pooled."),
+        _figure(summary, "latency_cdf", "Dissemination latency: from publication until a "
+                "node held the entry completely, authors left out."),
+        _figure(summary, "airtime_by_kind", "Seconds on air per run by frame kind."),
+        *(_figure(summary, name, f"{name[8:]}: per node, when it held every entry and how "
+                  "much airtime it sent (mean over runs).", wide=True)
+          for name in sorted(summary["plots"]) if name.startswith("heatmap-"))]
+    parts.append("<h2>Plots</h2><div class='plots'>" + "".join(figures) + "</div>")
     parts.append("<h2>Runs</h2>")
     parts.append(_table([h for _, h, _ in RUN_COLUMNS],
                         [[_cell(kind, r.get(key)) for key, _, kind in RUN_COLUMNS]

@@ -18,6 +18,7 @@ __all__ = ["KindBar", "NodeCell", "NodeMap", "Series", "airtime_plot", "converge
            "heatmap_plot", "latency_plot", "policy_key", "policy_order"]
 
 DPI = 110
+LABELLED_NODES = 36  # heat maps of up to this many nodes name each node and its value
 
 
 @dataclass(slots=True)
@@ -197,6 +198,7 @@ def _ink(cmap: Any, norm: Any, value: float) -> str:
 def heatmap_plot(maps: Sequence[NodeMap], path: Path) -> None:
     """Per node, where it stands: when it held everything (top), airtime it sent (bottom)."""
     plt = _pyplot()
+    import matplotlib
     from matplotlib.colors import Normalize
 
     maps = sorted(maps, key=lambda m: policy_key(m.policy))
@@ -211,7 +213,8 @@ def heatmap_plot(maps: Sequence[NodeMap], path: Path) -> None:
         xs = [c.x for c in m.cells]
         ys = [c.y for c in m.cells]
         span = max(max(xs) - min(xs), max(ys) - min(ys), 1.0)
-        size = 52000 / max(len(m.cells), 1) * (1.0 if len(m.cells) <= 36 else 0.6)
+        labelled = len(m.cells) <= LABELLED_NODES  # a denser map: colour only
+        marker, size = ("s", 52000 / max(len(m.cells), 1)) if labelled else ("o", 90.0)
         for row, (label, cmap) in enumerate((("held everything at", "viridis"),
                                              ("airtime sent per run (s)", "YlOrRd"))):
             ax = axes[row][col]
@@ -220,10 +223,13 @@ def heatmap_plot(maps: Sequence[NodeMap], path: Path) -> None:
                           for c in m.cells]
             else:
                 values = [c.tx_air for c in m.cells]
-            sc = ax.scatter(xs, ys, c=values, cmap=cmap, norm=norms[row], marker="s", s=size,
-                            edgecolors="white", linewidths=0.5, plotnonfinite=True)
-            sc.cmap.set_bad("#bbbbbb")
+            colours = matplotlib.colormaps[cmap].with_extremes(bad="#bbbbbb")
+            sc = ax.scatter(xs, ys, c=values, cmap=colours, norm=norms[row], marker=marker,
+                            s=size, edgecolors="white" if labelled else "#555555",
+                            linewidths=0.5, plotnonfinite=True)
             for c, v in zip(m.cells, values, strict=True):
+                if not labelled:
+                    break
                 text = c.node if math.isnan(v) else f"{c.node}\n{v:.0f}"
                 if row == 0 and c.incomplete_runs:
                     text = f"{c.node}\nnever" if math.isnan(v) else text + "*"
@@ -234,6 +240,8 @@ def heatmap_plot(maps: Sequence[NodeMap], path: Path) -> None:
             ax.set_ylim(min(ys) - pad, max(ys) + pad)
             ax.set_aspect("equal")
             ax.grid(False)
+            for spine in ax.spines.values():
+                spine.set_visible(False)
             ax.set_xticks([])
             ax.set_yticks([])
             runs = f", {m.runs} runs" if m.runs > 1 else ""

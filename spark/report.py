@@ -98,7 +98,8 @@ def write_report(spark: SparkSession, tables: Tables, datasets: Sequence[Dataset
 
 
 def _summary(tables: Tables, datasets: Sequence[Dataset]) -> dict[str, Any]:
-    runs = _rows(tables.runs.orderBy("scenario", "policy", "seed", "run"))
+    runs = sorted(_rows(tables.runs), key=lambda r: (r["scenario"], plots.policy_key(r["policy"]),
+                                                    r["seed"] is None, r["seed"] or 0, r["run"]))
     groups = _rows(tables.groups.orderBy("scenario", "policy"))
     stall_count = tables.stalls.count()
     stalls = _rows(tables.stalls.orderBy("run", "node", "feed", "seq").limit(STALLS_LISTED))
@@ -169,8 +170,9 @@ def _curve_series(spark: SparkSession, tables: Tables, runs: list[dict[str, Any]
                      .alias("bin"))
             .agg(F.count("*").alias("n"), F.first("width").alias("width")))
     bins: dict[tuple[str, str], list[tuple[int, int, float]]] = {}
-    for r in held.collect():
-        bins.setdefault((r["scenario"], r["policy"]), []).append((r["bin"], r["n"], r["width"]))
+    for row in held.collect():
+        bins.setdefault((row["scenario"], row["policy"]), []).append(
+            (row["bin"], row["n"], row["width"]))
     out = []
     for key, end in horizon.items():
         xs, ys = [0.0], [0.0]

@@ -11,7 +11,7 @@ that is not one.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,7 @@ class OffsetReader:
         self.meta: dict[str, Any] = {}
         self.node = ""
 
-    def __iter__(self) -> Iterator[tuple[int, Record]]:
+    def __iter__(self) -> Generator[tuple[int, Record], None, None]:
         with open(self.path, "rb") as fp:
             size = os.fstat(fp.fileno()).st_size
             decoder = cbor2.CBORDecoder(fp)
@@ -103,9 +103,9 @@ def read_header(path: str | os.PathLike[str]) -> OffsetReader:
     Raises :class:`BadCapture` when the file does not start with a capture header.
     """
     reader = OffsetReader(path)
-    records = iter(reader)
+    records = reader.__iter__()
     first = next(records, None)
-    records.close()  # type: ignore[attr-defined]  # a generator: closes the file
+    records.close()  # closes the file
     if first is None:
         raise BadCapture(reader.path, 0, "torn header record")
     return reader

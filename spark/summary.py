@@ -70,8 +70,8 @@ def comparisons(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def format_text(summary: dict[str, Any], index: Path) -> str:
     """What ``tinyssb analyze`` prints when it is done."""
     runs = summary["runs"]
-    lines = [f"analysis of {len(runs)} run{'s' if len(runs) != 1 else ''}, "
-             f"{summary['records']:,} capture records"]
+    plural = "s" if len(runs) != 1 else ""
+    lines = [f"analysis of {len(runs)} run{plural}, {summary['records']:,} capture records"]
     for comp in summary["comparisons"]:
         policies = comp["policies"]
         lines.append("")
@@ -89,10 +89,12 @@ def format_text(summary: dict[str, Any], index: Path) -> str:
         lines.append(f"stalled: {stalls['count']} (node, entry) pairs never held completely")
         for s in stalls["listed"][:5]:
             missing = ", ".join(str(c) for c in s["missing_chunks"])
-            what = s["state"] + (f" (chunks {missing} missing)" if missing else "")
-            last = "-" if s["last_progress_t"] is None else f"{s['last_progress_t']:.1f}"
-            lines.append(f"  {s['run']} {s['node']} {s['feed'][:8]}#{s['seq']}: {what}; "
-                         f"last progress at {last}")
+            what = s["state"]
+            if s["state"] == "side chain incomplete" and missing:
+                what += f" (chunk{'s' if len(s['missing_chunks']) > 1 else ''} {missing} missing)"
+            last = ("no progress" if s["last_progress_t"] is None
+                    else f"last progress at {s['last_progress_t']:.1f}")
+            lines.append(f"  {s['run']} {s['node']} {s['feed'][:8]}#{s['seq']}: {what}; {last}")
         if stalls["count"] > 5:
             lines.append(f"  ... (tables/stalls.parquet lists all {stalls['count']})")
     if summary["problems"]:

@@ -123,7 +123,7 @@ def hand_def_records() -> list[Record]:
     ]
 
 
-HAND_META = {"source": "simulator", "scenario": "hand", "seed": 1, "nodes": ["A", "B", "C"],
+HAND_META: dict[str, Any] = {"source": "simulator", "scenario": "hand", "seed": 1, "nodes": ["A", "B", "C"],
              "duration": 20.0}
 
 
@@ -162,7 +162,7 @@ def write_gateway_dir(directory: Path) -> list[Path]:
 
 # --- bad input -----------------------------------------------------------------------------
 
-CUT_META = {"source": "simulator", "scenario": "cut", "policy": "reference", "seed": 1,
+CUT_META: dict[str, Any] = {"source": "simulator", "scenario": "cut", "policy": "reference", "seed": 1,
             "nodes": ["A", "B"]}
 
 

@@ -55,7 +55,9 @@ class Campaign:
     sims: dict[str, Summary] = field(default_factory=dict)  # run id -> simulator summary
 
     def table(self, name: str) -> list[dict[str, Any]]:
-        return pq.read_table(self.out / "tables" / f"{name}.parquet").to_pylist()
+        rows: list[dict[str, Any]] = pq.read_table(
+            self.out / "tables" / f"{name}.parquet").to_pylist()
+        return rows
 
     def run(self, run_id: str) -> dict[str, Any]:
         return next(r for r in self.summary["runs"] if r["run"] == run_id)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from . import captures
@@ -10,11 +12,11 @@ from .conftest import Campaign
 F_HEX = captures.F.hex()
 
 
-def by(rows: list[dict[str, object]], **match: object) -> list[dict[str, object]]:
+def by(rows: list[dict[str, Any]], **match: object) -> list[dict[str, Any]]:
     return [r for r in rows if all(r[k] == v for k, v in match.items())]
 
 
-def one(rows: list[dict[str, object]], **match: object) -> dict[str, object]:
+def one(rows: list[dict[str, Any]], **match: object) -> dict[str, Any]:
     found = by(rows, **match)
     assert len(found) == 1, (match, found)
     return found[0]
@@ -44,7 +46,7 @@ def test_airtime_frames_and_efficiency(campaign: Campaign) -> None:
     assert r["tx_air"] == pytest.approx(1.25)
     assert r["air_per_delivery"] == pytest.approx(0.3125)
     kinds = {row["kind"]: row for row in by(campaign.table("node_kind"), run="hand-ref")}
-    air = {}
+    air: dict[str, float] = {}
     for row in by(campaign.table("node_kind"), run="hand-ref"):
         air[row["kind"]] = air.get(row["kind"], 0.0) + row["tx_air"]
     assert air == pytest.approx({"claim": 0.2, "want": 0.05, "entry": 0.6, "chunk": 0.4})
