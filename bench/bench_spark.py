@@ -7,8 +7,9 @@ Usage: ``python3 bench/bench_spark.py [--records N] [--runs R] [--master M] [--k
    (no CBOR, so generation does not dominate): R runs of a 25-node mesh, half under
    ``reference`` and half under ``default``, each with 8 entries of 3 items, a pool of
    600 distinct frames per run (as in a real capture, where WANTs and claims repeat),
-   12 % tx, 36 % rx, 52 % drops (collisions, fading, half-duplex, duplicates), and the
-   store records of every node; a few runs leave one chunk stuck at one node.
+   12 % tx (entries and chunks sent by their authors once published), 36 % rx, 52 %
+   drops (collisions, fading, half-duplex, duplicates), and the store records of every
+   node; a few runs leave one chunk stuck at one node.
 2. Analyze it as ``tinyssb analyze DATASET`` does (every table, summary.json, plots,
    index.html): wall time and records per second. Target: at most 120 s.
 3. The same run metrics by a plain single-process Python pass over the same Parquet
@@ -99,16 +100,23 @@ def _traffic(spark: SparkSession, runs: int, per_run: int, pool: DataFrame) -> D
     reason = (F.when(d != "drop", None).when(u[1] < 0.55, "collision")
               .when(u[1] < 0.85, "below-sensitivity").when(u[1] < 0.97, "half-duplex")
               .otherwise("no_match"))
+    t = k * F.lit(DURATION / per_run)
     other = PAYLOAD + F.floor(u[2] * (POOL - PAYLOAD))
     item = F.floor(u[2] * PAYLOAD)
-    f = (F.when(d == "rx", other)
-         .when(d == "tx", F.when(u[3] < 0.06, item).otherwise(other))
+    # entries and chunks go on air from their author, once published (see _stores)
+    published = F.least(F.lit(len(AUTHORS) * ENTRIES_PER_AUTHOR),
+                        F.floor((t - 10.0) / 300.0) + 1) * ITEMS
+    sent = F.floor(u[2] * published)
+    payload_tx = (d == "tx") & (u[3] < 0.06) & (t >= 10.0)
+    f = (F.when(payload_tx, sent).when(d == "tx", other).when(d == "rx", other)
          .when(reason == "no_match", F.when(u[3] < 0.8, item).otherwise(other))
          .otherwise(F.when(u[3] < 0.06, item).otherwise(other))).cast("long")
+    author = F.element_at(F.array(*[F.lit(f"g{a}") for a in AUTHORS]),
+                          F.floor(sent / (ITEMS * ENTRIES_PER_AUTHOR)).cast("int") + 1)
+    node = F.when(payload_tx, author).otherwise(
+        F.concat(F.lit("g"), F.floor(u[4] * NODES).cast("string")))
     base = spark.range(runs * per_run).select(
-        run_no.alias("run_no"), k.alias("offset"),
-        (k * F.lit(DURATION / per_run)).alias("t"),
-        F.concat(F.lit("g"), F.floor(u[4] * NODES).cast("string")).alias("node"),
+        run_no.alias("run_no"), k.alias("offset"), t.alias("t"), node.alias("node"),
         d.alias("dir"), reason.alias("reason"), f.alias("f"),
         (F.lit(-125.0) + u[5] * 25).alias("rssi"), (F.lit(-8.0) + u[5] * 14).alias("snr"))
     joined = base.join(F.broadcast(pool), ["run_no", "f"])

@@ -91,17 +91,16 @@ def _run(root: Path, info: RunInfo) -> RunMetrics:
     for t, node, d, face, frame, kind, feed, seq, cnr, _reason, air in _rows(run_dir):
         records += 1
         seen.add(node)
-        if d == "store":
-            if feed is None or seq is None:
-                continue
+        if (d == "store" or d == "tx" and kind in PAYLOAD_KINDS) and feed is not None \
+                and seq is not None:  # held from its first store, or first send
             key = (node, feed, seq, ENTRY_ITEM if cnr is None else cnr)
             if key not in held or t < held[key]:
                 held[key] = t
-            if face is None:
+            if d == "store" and face is None:
                 pub = own.setdefault((feed, seq), [t, set(), node])
                 pub[0] = min(pub[0], t)
                 pub[1].add(key[3])
-        elif d in ("tx", "rx") and frame is not None and kind not in (None, "unknown"):
+        if d in ("tx", "rx") and frame is not None and kind not in (None, "unknown"):
             s = sightings.setdefault(frame, [kind, feed, seq, cnr, 0.0, 0])
             if d == "tx" and air is not None:
                 s[4] += air
@@ -123,14 +122,14 @@ def _convergence(info: RunInfo, seen: set[str], held: dict[Item, float],
         acc = per_node.setdefault((node, feed, seq), [0, 0.0])
         acc[0] += 1
         acc[1] = max(acc[1], t)
-    if not entries:
-        first: dict[Entry, float] = {}
+    if not entries:  # every entry held; its author: the node that held it first
+        first: dict[Entry, tuple[float, str]] = {}
         most: dict[Entry, int] = {}
         for (node, feed, seq, _), t in held.items():
-            first[(feed, seq)] = min(first.get((feed, seq), t), t)
+            first[(feed, seq)] = min(first.get((feed, seq), (t, node)), (t, node))
         for (_, feed, seq), (n, _) in per_node.items():
             most[(feed, seq)] = max(most.get((feed, seq), 0), int(n))
-        entries = {e: (first[e], most[e], None) for e in first}
+        entries = {e: (first[e][0], most[e], first[e][1]) for e in first}
     held_pairs = delivered = 0
     done_at = 0.0
     complete_nodes = dict.fromkeys(nodes, True)

@@ -248,7 +248,7 @@ def convert(files: Sequence[Path], out: Path, *, show_progress: bool = True,
                     shutil.rmtree(run_dir)
         runs = [r for r in runs if r.files]
         for p in problems:
-            log.warning("%s", p)
+            log.info("%s", p)
         if not runs:
             names = ", ".join(sources or [str(f) for f in files])
             raise DatasetError(f"no readable capture among {names}"

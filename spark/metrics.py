@@ -8,11 +8,12 @@ Words used below, as in ``firmware_sim/summary.py``:
 
 - an *item* is an entry (item number -1) or one of its side-chain chunks (its ``cnr``);
 - an entry is *published* where its author records ``store`` records without a face;
-- a node *holds* an entry once it has stored every item of it; for an entry published in
-  the run the items are those its author stored, otherwise those of the node that
-  stored the most of it;
+- a node *holds* an entry once it has stored (or sent) every item of it; for an entry
+  published in the run the items are those its author stored, otherwise those of the
+  node that held the most of it;
 - the *tracked* entries of a run are the ones published in it (or, in a run that records
-  no publication at all, such as gateway captures, every entry stored);
+  no publication at all, such as gateway captures, every entry held, its author taken
+  to be the node that held it first);
 - the *nodes* of a run are those its headers declare, else those that recorded anything.
 
 Frames heard but dropped carry no decode (the Node could not match them, or the channel
@@ -70,14 +71,21 @@ def _hex(col: str) -> Column:
 # --- stores: who held which item when --------------------------------------------------
 
 def _items(records: DataFrame) -> DataFrame:
-    """(run, node, feed, seq, item): first store time; ``own``: stored by its author."""
-    stores = records.where((F.col("dir") == "store") & F.col("feed").isNotNull()
-                           & F.col("seq").isNotNull())
-    return (stores
+    """(run, node, feed, seq, item): since when the node held it; ``own_t``: published.
+
+    A node holds an item from its first store record of it, or from the first time it
+    sent it (only what is held can be sent: this covers a gateway whose capture began
+    after it had the entry; in a simulation every send comes after the store).
+    """
+    d = F.col("dir")
+    evidence = records.where(((d == "store") | ((d == "tx") & F.col("kind").isin(*PAYLOAD_KINDS)))
+                             & F.col("feed").isNotNull() & F.col("seq").isNotNull())
+    return (evidence
             .groupBy("run", "node", "feed", "seq",
                      F.coalesce(F.col("cnr"), F.lit(ENTRY_ITEM)).alias("item"))
             .agg(F.min("t").alias("t"),
-                 F.min(F.when(F.col("face").isNull(), F.col("t"))).alias("own_t")))
+                 F.min(F.when((d == "store") & F.col("face").isNull(), F.col("t")))
+                 .alias("own_t")))
 
 
 def _entries(items: DataFrame) -> tuple[DataFrame, DataFrame]:
@@ -96,6 +104,7 @@ def _entries(items: DataFrame) -> tuple[DataFrame, DataFrame]:
                       F.min("node").alias("author")))
     seen = (node_entry.groupBy("run", "feed", "seq")
             .agg(F.min("first_item_t").alias("first_store_t"),
+                 F.min_by("node", F.struct("first_item_t", "node")).alias("first_holder"),
                  F.max("last_t").alias("last_store_t"),
                  F.max("items_held").alias("max_held"),
                  F.array_sort(F.array_distinct(F.flatten(F.collect_list("held_set"))))
@@ -107,7 +116,7 @@ def _entries(items: DataFrame) -> tuple[DataFrame, DataFrame]:
                        F.col("pub_t").isNotNull().alias("published"),
                        (F.col("pub_t").isNotNull() | F.col("publishing").isNull())
                        .alias("tracked"),
-                       "author", "pub_t",
+                       F.coalesce("author", "first_holder").alias("author"), "pub_t",
                        F.coalesce("pub_t", "first_store_t").alias("first_t"),
                        F.coalesce("pub_items", "max_held").alias("items"),
                        F.coalesce("pub_set", "seen_set").alias("item_set"),

@@ -76,7 +76,7 @@ def format_text(summary: dict[str, Any], index: Path) -> str:
         policies = comp["policies"]
         lines.append("")
         lines.append(f"{comp['scenario']}: {comp['nodes']:.0f} nodes, "
-                     f"{comp['entries']:.0f} entries published")
+                     f"{comp['entries']:.0f} entries")
         width = 2 + max(12, *(len(p) for p in policies),
                         *(len(v) for row in comp["rows"] for v in row["shown"].values()))
         lines.append(f"  {'':<30}" + "".join(f"{p:>{width}}" for p in policies))

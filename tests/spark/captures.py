@@ -160,6 +160,26 @@ def write_gateway_dir(directory: Path) -> list[Path]:
             _write(directory / "bob.cbor", bob, "bob", source="gateway", t0=999.0)]
 
 
+# --- run "gw-late": gateways whose captures began after the author had its entry ----------
+#
+# carol sends entry 1 of H at 2000.0 (no publication recorded: she had it before her
+# capture began), dave stores it at 2000.2. No publication in the run: every entry held
+# is tracked, first appearance = carol's send (2000.0), author = the first holder, carol.
+# Converged at 2000.2, 0.2 s after the run's first record; one delivered pair, latency 0.2.
+
+H = bytes([0x33]) * 32
+HE = b"\x08" * 120
+
+
+def write_late_gateway_dir(directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    carol = [_rec(2000.0, "carol", TX, "ws:dave", frame=HE, kind="entry", feed=H, seq=1)]
+    dave = [_rec(2000.2, "dave", RX, "ws:carol", frame=HE, kind="entry", feed=H, seq=1),
+            _rec(2000.2, "dave", STORE, "ws:carol", kind="entry", feed=H, seq=1)]
+    return [_write(directory / "carol.cbor", carol, "carol", source="gateway"),
+            _write(directory / "dave.cbor", dave, "dave", source="gateway")]
+
+
 # --- bad input -----------------------------------------------------------------------------
 
 CUT_META: dict[str, Any] = {"source": "simulator", "scenario": "cut", "policy": "reference", "seed": 1,

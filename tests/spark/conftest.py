@@ -69,6 +69,7 @@ def campaign(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> C
     captures.write_hand_ref(root / "hand-ref.cbor")
     captures.write_hand_def(root / "hand-def.cbor")
     captures.write_gateway_dir(root / "gw-site")
+    captures.write_late_gateway_dir(root / "gw-late")
     torn, torn_at = captures.write_torn(root / "cut.cbor")
     corrupt, corrupt_at = captures.write_corrupt(root / "broken.cbor")
     sims = {}

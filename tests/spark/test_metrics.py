@@ -135,6 +135,20 @@ def test_gateway_directory_is_one_run_of_the_nodes_seen(campaign: Campaign) -> N
     assert r["latency_median"] == pytest.approx(0.1)
 
 
+def test_gateway_run_without_publications_tracks_what_was_held(campaign: Campaign) -> None:
+    r = campaign.run("gw-late")
+    assert (r["nodes"], r["entries"], r["held_pairs"], r["delivered"]) == (2, 1, 2, 1)
+    assert r["converged"] and r["convergence_after"] == pytest.approx(0.2)
+    assert r["last_publication_t"] is None
+    (entry,) = by(campaign.table("entries"), run="gw-late")
+    assert (entry["published"], entry["tracked"], entry["author"]) == (False, True, "carol")
+    assert (entry["first_t"], entry["items"]) == (2000.0, 1)
+    carol = one(campaign.table("deliveries"), run="gw-late", node="carol")
+    assert carol["own"] and carol["complete_t"] == 2000.0  # held from her first send
+    dave = one(campaign.table("deliveries"), run="gw-late", node="dave")
+    assert not dave["own"] and dave["latency"] == pytest.approx(0.2)
+
+
 def test_groups_put_the_policies_of_a_scenario_side_by_side(campaign: Campaign) -> None:
     groups = {(g["scenario"], g["policy"]): g for g in campaign.summary["groups"]}
     assert groups["hand", "reference"]["converged_runs"] == 1

@@ -41,14 +41,14 @@ def test_index_shows_plots_comparison_runs_stalls_and_problems(campaign: Campaig
 
 def test_terminal_summary_compares_policies_and_names_the_report(campaign: Campaign) -> None:
     out = campaign.stdout
-    assert "analysis of 6 runs" in out
+    assert "analysis of 7 runs" in out
     hand = out[out.index("hand:"):]
     header = hand.splitlines()[1]
     assert header.split() == ["reference", "default"]
     assert "runs converged" in hand and "1/1" in hand and "0/1" in hand
     assert "stalled: " in out and "hand-def C" in out and "chunk 0 missing" in out
     assert f"report: {campaign.out / 'index.html'}" in out
-    assert "analyze: converting 8 capture files" in campaign.stderr
+    assert "analyze: converting 10 capture files" in campaign.stderr
 
 
 def test_bad_files_are_reported_with_name_and_offset_and_the_rest_analyzed(
@@ -62,7 +62,8 @@ def test_bad_files_are_reported_with_name_and_offset_and_the_rest_analyzed(
     assert len(corrupt) == 1 and f"at byte {campaign.corrupt_at};" in corrupt[0]
     assert "file left out" in corrupt[0]
     runs = {r["run"] for r in campaign.summary["runs"]}
-    assert runs == {"hand-ref", "hand-def", "gw-site", "cut", "line5-900s", "line5-300s"}
+    assert runs == {"hand-ref", "hand-def", "gw-site", "gw-late", "cut", "line5-900s",
+                    "line5-300s"}
     cut = campaign.run("cut")  # the kept prefix is analyzed: B's store record was torn off
     assert (cut["tx_frames"], cut["held_pairs"], cut["stalled_pairs"]) == (1, 1, 1)
     assert f"{campaign.torn}: torn last record at byte {campaign.torn_at}" in campaign.stdout
