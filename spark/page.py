@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from .summary import format_value
+from .summary import counted, format_value
 
 __all__ = ["render_page"]
 
@@ -57,7 +57,7 @@ def _comparison(comp: dict[str, Any]) -> str:
     rows = [[escape(r["label"]), *(escape(r["shown"][p]) for p in policies)]
             for r in comp["rows"]]
     return (f"<h2>{escape(comp['scenario'])}</h2>"
-            f"<p>{comp['nodes']:.0f} nodes, {comp['entries']:.0f} entries; "
+            f"<p>{counted(comp['nodes'], 'node')}, {counted(comp['entries'], 'entry')}; "
             + ", ".join(f"{escape(p)}: {comp['runs'][p]} run{'s' if comp['runs'][p] != 1 else ''}"
                         for p in policies)
             + "</p>" + _table(["", *(escape(p) for p in policies)], rows))

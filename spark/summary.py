@@ -8,7 +8,7 @@ from typing import Any
 
 from .plots import policy_key
 
-__all__ = ["COMPARED", "comparisons", "format_text", "format_value"]
+__all__ = ["COMPARED", "comparisons", "counted", "format_text", "format_value"]
 
 
 def _seconds(v: float) -> str:
@@ -67,6 +67,12 @@ def comparisons(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def counted(n: float, noun: str) -> str:
+    """``1 entry``, ``8 entries``, ``25 nodes``."""
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{n:.0f} {noun if round(n) == 1 else plural}"
+
+
 def format_text(summary: dict[str, Any], index: Path) -> str:
     """What ``tinyssb analyze`` prints when it is done."""
     runs = summary["runs"]
@@ -75,8 +81,8 @@ def format_text(summary: dict[str, Any], index: Path) -> str:
     for comp in summary["comparisons"]:
         policies = comp["policies"]
         lines.append("")
-        lines.append(f"{comp['scenario']}: {comp['nodes']:.0f} nodes, "
-                     f"{comp['entries']:.0f} entries")
+        lines.append(f"{comp['scenario']}: {counted(comp['nodes'], 'node')}, "
+                     f"{counted(comp['entries'], 'entry')}")
         width = 2 + max(12, *(len(p) for p in policies),
                         *(len(v) for row in comp["rows"] for v in row["shown"].values()))
         lines.append(f"  {'':<30}" + "".join(f"{p:>{width}}" for p in policies))
