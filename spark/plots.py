@@ -113,51 +113,39 @@ def _save(fig: Any, plt: Any, path: Path) -> None:
     plt.close(fig)
 
 
-def convergence_plot(series: Sequence[Series], path: Path) -> None:
-    """Share of (node, entry) pairs held over time, per scenario and policy."""
+def _step_plot(series: Sequence[Series], path: Path, what: str, xlabel: str,
+               ylabel: str) -> None:
+    """Step curves in percent, one panel per scenario, one colour per policy."""
     plt = _pyplot()
     colors = _colors([s.policy for s in series])
     scenarios = _scenarios(series)
     fig, axes = _panels(plt, len(scenarios))
     for ax, scenario in zip(axes, scenarios, strict=True):
-        mine = sorted((s for s in series if s.scenario == scenario),
+        mine = sorted((s for s in series if s.scenario == scenario and s.x),
                       key=lambda s: policy_key(s.policy))
-        unit, scale = _time_unit(max((max(s.x, default=0.0) for s in mine), default=0.0))
+        unit, scale = _time_unit(max((max(s.x) for s in mine), default=0.0))
         for s in mine:
             ax.step([x / scale for x in s.x], [100 * y for y in s.y], where="post",
                     color=colors[s.policy], linewidth=2, label=s.label)
         ax.set_ylim(0, 102)
         ax.set_xlim(left=0)
-        ax.set_xlabel(f"time since start ({unit})")
-        ax.set_ylabel("(node, entry) pairs held (%)")
-        ax.set_title(f"{scenario}: convergence")
-        ax.legend(loc="lower right")
+        ax.set_xlabel(f"{xlabel} ({unit})")
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"{scenario}: {what}")
+        if mine:
+            ax.legend(loc="lower right")
     _save(fig, plt, path)
+
+
+def convergence_plot(series: Sequence[Series], path: Path) -> None:
+    """Share of (node, entry) pairs held over time, per scenario and policy."""
+    _step_plot(series, path, "convergence", "time since start", "(node, entry) pairs held (%)")
 
 
 def latency_plot(series: Sequence[Series], path: Path) -> None:
     """CDF of dissemination latency (publication to a node holding the entry)."""
-    plt = _pyplot()
-    colors = _colors([s.policy for s in series])
-    scenarios = _scenarios(series)
-    fig, axes = _panels(plt, len(scenarios))
-    for ax, scenario in zip(axes, scenarios, strict=True):
-        mine = sorted((s for s in series if s.scenario == scenario),
-                      key=lambda s: policy_key(s.policy))
-        unit, scale = _time_unit(max((max(s.x, default=0.0) for s in mine), default=0.0))
-        for s in mine:
-            if not s.x:
-                continue
-            ax.step([x / scale for x in s.x], [100 * y for y in s.y], where="post",
-                    color=colors[s.policy], linewidth=2, label=s.label)
-        ax.set_ylim(0, 102)
-        ax.set_xlim(left=0)
-        ax.set_xlabel(f"latency from publication ({unit})")
-        ax.set_ylabel("delivered (node, entry) pairs (%)")
-        ax.set_title(f"{scenario}: latency CDF")
-        if any(s.x for s in mine):
-            ax.legend(loc="lower right")
-    _save(fig, plt, path)
+    _step_plot(series, path, "latency CDF", "latency from publication",
+               "delivered (node, entry) pairs (%)")
 
 
 def airtime_plot(bars: Sequence[KindBar], path: Path) -> None:

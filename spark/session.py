@@ -25,8 +25,6 @@ DEFAULTS: tuple[tuple[str, str], ...] = (
     ("spark.sql.session.timeZone", "UTC"),
     ("spark.sql.adaptive.enabled", "true"),
     ("spark.sql.sources.partitionColumnTypeInference.enabled", "false"),
-    # let adaptive execution coalesce the shuffles of cached tables too (small data)
-    ("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true"),
     ("spark.driver.memory", "2g"),
 )
 
