@@ -120,6 +120,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     seed = scenario.seed if args.seed is None else args.seed
     policy = args.policy or scenario.policy
     out = Path(args.out) if args.out else Path(f"{scenario.name}-{policy}-seed{seed}.cbor")
+    if not out.parent.is_dir():
+        raise _user_error(f"cannot write capture {out}: no directory {out.parent}")
     progress = _Progress(scenario.duration, scenario.name)
     try:
         summary = run_scenario(scenario, out, seed=seed, policy=policy, progress=progress,

@@ -512,4 +512,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m gateway.cli`: run the imported module, whose UserError the simulator's
+    # and Spark's commands raise, rather than this __main__ copy of it
+    from gateway.cli import main as _main
+
+    sys.exit(_main())

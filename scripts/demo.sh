@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# `make run` until the Spark issue brings the main job: two gateways on loopback
-# WebSocket, a demo feed published on the first, replicated to the second, and shown
-# there as it arrived.
+# `make demo`: two gateways on loopback WebSocket, a demo feed published on the first,
+# replicated to the second, and shown there as it arrived.
 set -euo pipefail
 WORK="$(mktemp -d -t tinyssb-demo.XXXXXX)"
 A="$WORK/alice" B="$WORK/bob"
