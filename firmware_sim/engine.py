@@ -39,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from gateway.capture import Direction, Record, records_for_rx, records_for_tx
+from gateway.capture import Direction, Record, records_for_own, records_for_rx, records_for_tx
 from gateway.replication import Event, Face, FaceKind, NewEntry, Node, Outgoing, Policy
 from gateway.replication.policy import DEFAULT
 from gateway.store.memory import MemoryStore
@@ -297,16 +297,11 @@ class Simulation:
     def _record_own(self, member: SimNode, event: NewEntry) -> None:
         """Store records of an entry the app published (entry and side-chain chunks)."""
         self.stats.published += 1
-        self._record(Record(self.now, member.name, Direction.STORE, kind="entry",
-                            feed=event.fid, seq=event.seq))
         if self.capture is None or member.node is None:
             return
-        chunks = 0
-        while member.node.store.read_chunk(event.fid, event.seq, chunks) is not None:
-            chunks += 1
-        for cnr in range(chunks):
-            self._record(Record(self.now, member.name, Direction.STORE, kind="chunk",
-                                feed=event.fid, seq=event.seq, cnr=cnr))
+        for record in records_for_own(self.now, member.name, event.fid, event.seq,
+                                      member.node.store):
+            self.capture.write(record)
 
     def _reschedule(self, member: SimNode) -> None:
         """Wake the Node at its next deadline (now, if it has something due).
@@ -414,11 +409,9 @@ class Simulation:
         entry = member.node.publish(key, content, self.now)
         member.node.drain_events()
         self.stats.published += 1
-        self._record(Record(self.now, member.name, Direction.STORE, kind="entry",
-                            feed=entry.fid, seq=entry.seq))
-        for cnr in range(len(entry.chunks)):
-            self._record(Record(self.now, member.name, Direction.STORE, kind="chunk",
-                                feed=entry.fid, seq=entry.seq, cnr=cnr))
+        for record in records_for_own(self.now, member.name, entry.fid, entry.seq,
+                                      len(entry.chunks)):
+            self._record(record)
         self._reschedule(member)
 
     def _record(self, record: Record) -> None:

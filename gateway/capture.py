@@ -37,6 +37,7 @@ from typing import IO, Any, Self
 import cbor2
 
 from .replication.events import FrameKind, Outgoing, RxReport
+from .store.base import FeedStore
 
 __all__ = [
     "FORMAT",
@@ -48,6 +49,7 @@ __all__ = [
     "Record",
     "export_pcap",
     "read_capture",
+    "records_for_own",
     "records_for_rx",
     "records_for_tx",
 ]
@@ -163,6 +165,20 @@ def records_for_rx(t: float, node: str, face: str, frame: bytes, report: RxRepor
 def records_for_tx(t: float, node: str, out: Outgoing) -> Record:
     return Record(t, node, Direction.TX, out.face, out.frame, out.kind.value, out.fid, out.seq,
                   out.cnr, air=out.airtime if out.airtime else None)
+
+
+def records_for_own(t: float, node: str, fid: bytes, seq: int,
+                    chunks: int | FeedStore) -> list[Record]:
+    """The store records of an entry we published: the entry, then each chunk
+    (``chunks``: how many, or the store that holds them)."""
+    if not isinstance(chunks, int):
+        store, chunks = chunks, 0
+        while store.read_chunk(fid, seq, chunks) is not None:
+            chunks += 1
+    out = [Record(t, node, Direction.STORE, kind="entry", feed=fid, seq=seq)]
+    out.extend(Record(t, node, Direction.STORE, kind="chunk", feed=fid, seq=seq, cnr=cnr)
+               for cnr in range(chunks))
+    return out
 
 
 class CaptureWriter:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..capture import CaptureWriter, records_for_rx, records_for_tx
+from ..capture import CaptureWriter, records_for_own, records_for_rx, records_for_tx
 from ..isp import IspError, Role
 from ..replication.events import ChainComplete, FeedAdded, NewEntry
 from ..replication.faces import Face
@@ -183,7 +183,7 @@ class Gateway:
             self.isp.timer(now)
             events = self.isp.settle(events, now)
         for event in events:
-            self._on_event(event)
+            self._on_event(event, now)
         for out in self.node.frames_to_send(now):
             send = self._sends.get(out.face)
             if send is None:
@@ -194,7 +194,11 @@ class Gateway:
                 if self._capture is not None:
                     self._capture.write(records_for_tx(self.unix(now), self.config.name, out))
 
-    def _on_event(self, event: FeedAdded | NewEntry | ChainComplete) -> None:
+    def _on_event(self, event: FeedAdded | NewEntry | ChainComplete, now: float) -> None:
+        if isinstance(event, NewEntry) and event.own and self._capture is not None:
+            assert self.store is not None
+            self._capture.write_all(records_for_own(self.unix(now), self.config.name,
+                                                    event.fid, event.seq, self.store))
         if isinstance(event, FeedAdded):
             if event.fid != self.key.fid:
                 log.info("new feed %s", format_id(event.fid))

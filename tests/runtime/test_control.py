@@ -58,3 +58,28 @@ def test_status_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert run(scenario) == 0
     st = json.loads(capsys.readouterr().out)
     assert set(st) >= {"name", "id", "feeds", "entries", "faces", "links", "goset", "node"}
+
+
+def test_entries_published_through_the_gateway_are_in_its_capture(tmp_path: Path) -> None:
+    from gateway.capture import Direction, read_capture
+
+    data, capture = tmp_path / "gw", tmp_path / "gw.cbor"
+    long_text = "x" * 300  # a post with a side chain
+
+    async def scenario() -> bytes:
+        async with running(data, [], capture=capture) as gw:
+            for text in ("short", long_text):
+                assert await asyncio.to_thread(
+                    main, ["--data", str(data), "publish", text]) == 0
+            await asyncio.sleep(0.2)  # the next pump records them
+            return gw.key.fid
+
+    fid = run(scenario)
+    stored = [(r.seq, r.cnr) for r in read_capture(capture)
+              if r.dir is Direction.STORE and r.feed == fid and r.face is None]
+    with DiskStore(data, readonly=True) as store:
+        n2 = 0
+        while store.read_chunk(fid, 2, n2) is not None:
+            n2 += 1
+    assert n2 >= 3
+    assert stored == [(1, None), (2, None), *[(2, c) for c in range(n2)]]
