@@ -93,14 +93,16 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 # --- sim run --------------------------------------------------------------------------
 
-class _Progress:
-    """A tqdm bar over virtual seconds (silent when stderr is not a terminal)."""
+class VirtualProgress:
+    """A tqdm bar over virtual seconds, fed by the simulator's progress callback (silent
+    when stderr is not a terminal, unless ``always``)."""
 
-    def __init__(self, total: float, label: str) -> None:
+    def __init__(self, total: float, label: str, *, always: bool = False) -> None:
         from tqdm import tqdm
 
         self.bar: Any = tqdm(total=round(total), unit="s", desc=label, file=sys.stderr,
-                             disable=None, dynamic_ncols=True, leave=False,
+                             disable=False if always else None, dynamic_ncols=True,
+                             leave=False,
                              bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt}"
                                         " virtual s [{elapsed}<{remaining}]")
         self.done = 0
@@ -122,7 +124,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path(f"{scenario.name}-{policy}-seed{seed}.cbor")
     if not out.parent.is_dir():
         raise _user_error(f"cannot write capture {out}: no directory {out.parent}")
-    progress = _Progress(scenario.duration, scenario.name)
+    progress = VirtualProgress(scenario.duration, scenario.name)
     try:
         summary = run_scenario(scenario, out, seed=seed, policy=policy, progress=progress,
                                isp_direct=args.direct)

@@ -19,7 +19,6 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 __all__ = ["main"]
 
@@ -31,30 +30,9 @@ def _say(text: str) -> None:
     print(f"\n== {text}", flush=True)
 
 
-class _VirtualSeconds:
-    """A progress bar over virtual seconds, fed by the simulator's progress callback."""
-
-    def __init__(self, total: float, label: str) -> None:
-        from tqdm import tqdm
-
-        self.bar: Any = tqdm(total=round(total), unit="s", desc=label, file=sys.stderr,
-                             leave=False, dynamic_ncols=True,
-                             bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt}"
-                                        " virtual s [{elapsed}<{remaining}]")
-        self.done = 0
-
-    def __call__(self, now: float) -> None:
-        step = round(now) - self.done
-        if step > 0:
-            self.bar.update(step)
-            self.done += step
-
-    def close(self) -> None:
-        self.bar.close()
-
-
 def _simulate(scenario_name: str, policies: list[str], seed: int | None,
               duration: float | None, out: Path) -> list[Path]:
+    from firmware_sim.cli import VirtualProgress
     from firmware_sim.runner import run_scenario
     from firmware_sim.scenario import load_scenario
 
@@ -67,7 +45,7 @@ def _simulate(scenario_name: str, policies: list[str], seed: int | None,
     for policy in policies:
         path = out / f"{scenario.name}-{policy}-seed{seed}.cbor"
         started = time.monotonic()
-        bar = _VirtualSeconds(scenario.duration, f"simulate {policy}")
+        bar = VirtualProgress(scenario.duration, f"simulate {policy}", always=True)
         try:
             summary = run_scenario(scenario, path, seed=seed, policy=policy, progress=bar)
         finally:
