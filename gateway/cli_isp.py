@@ -74,7 +74,8 @@ def _offline(root: Path, req: dict[str, Any], role: Role | None,
         have = read_role(root)
     except RoleError as exc:
         raise user_error(str(exc)) from None
-    if have is None and role is None:
+    chosen = have or role
+    if chosen is None:
         raise user_error(f"{root} is no tinyISP node yet: run `tinyssb isp serve` (ISP) or "
                          "`tinyssb isp onboard ISP-ID` (client) first")
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -84,7 +85,7 @@ def _offline(root: Path, req: dict[str, Any], role: Role | None,
         try:
             node = Node(store, rng=random.Random(), name="cli", now=now,
                         goset_filter=goset_filter(root))
-            service = IspService(node, key, root, have or role, now)  # type: ignore[arg-type]
+            service = IspService(node, key, root, chosen, now)
             service.settle(node.drain_events(), now)  # whatever arrived while we were away
             return service.handle(req, now)
         except (IspError, RoleError, KeyStoreError) as exc:
