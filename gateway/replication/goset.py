@@ -126,7 +126,8 @@ class GosetSync:
         self.added.append(key)
         if self.policy.novelties and announce:
             self._novelty_queue.append(key)
-        self._inconsistent(now)
+        if self.policy.goset_reset_on_add or self._interval_end is None:
+            self._inconsistent(now)
         log.debug("GOSET: added %s (now %d keys)", key.hex()[:16], len(self.keys))
         return True
 

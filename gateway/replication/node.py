@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
@@ -40,6 +40,7 @@ from .events import (
 from .faces import AirtimeBudget, Face, FaceKind, Priority, Queued, SendQueue
 from .goset import GosetOut, GosetSync
 from .policy import DEFAULT, Policy
+from .relay import Relay, RelayQueue
 from .requests import Answer, RequestBuilder, RequestTimer, answer_chnk, answer_want
 from .sets import BoundSet
 
@@ -48,6 +49,7 @@ __all__ = ["Node", "NodeStats"]
 log = logging.getLogger(__name__)
 
 _MIN_FRAME = DMX_LEN + 1
+_RECENT_MAX = 2048  # data packets remembered as held, to tell a neighbour's news from echoes
 
 
 @dataclass(slots=True)
@@ -62,14 +64,21 @@ class NodeStats:
     entries_stored: int = 0
     chunks_stored: int = 0
     queue_dropped: int = 0
+    relays_cancelled: int = 0  # relays given up: enough neighbours sent the same packet
+    hints: int = 0  # requests brought forward by a frame we could not place
 
 
 class _FaceState:
-    __slots__ = ("budget", "builder", "face", "jittered", "next_tx", "queue", "set_builders",
-                 "set_next", "set_turn", "timer")
+    __slots__ = ("budget", "builder", "face", "heard_requests", "jittered", "next_tx", "queue",
+                 "relays", "set_builders", "set_next", "set_turn", "timer")
 
-    def __init__(self, face: Face, timer: RequestTimer, builder: RequestBuilder) -> None:
+    def __init__(self, face: Face, timer: RequestTimer, builder: RequestBuilder,
+                 relays: RelayQueue | None = None) -> None:
         self.face = face
+        self.relays = relays  # push relaying (broadcast faces under a push policy)
+        # WANT/CHNK heard from neighbours since our last request round (push faces): ours
+        # would say the same, and the answers to theirs reach us too
+        self.heard_requests: set[bytes] = set()
         self.builder = builder
         self.set_builders: dict[str, RequestBuilder] = {}  # bound set name -> its builder
         self.set_turn = 0  # budgeted faces: whose turn it is among the bound sets
@@ -116,6 +125,7 @@ class Node:
         self._chnk_dmx = chnk_dmx(self._state)
         self._sets: dict[str, BoundSet] = {}
         self._set_dmx: dict[bytes, tuple[BoundSet, bool]] = {}  # DMX -> (set, is WANT)
+        self._recent: OrderedDict[bytes, None] = OrderedDict()  # data packets held lately
         self.stats = NodeStats()
         for fid in store.feeds():  # held already: nothing to announce
             if goset_filter is None or goset_filter(fid):
@@ -128,9 +138,13 @@ class Node:
     def add_face(self, face: Face, now: float) -> None:
         if face.name in self._faces:
             raise ValueError(f"face {face.name!r} exists already")
-        spread = self.policy.rtt_initial
+        # under push, requests only repair: the first one waits for a hint or a long while
+        spread = self.policy.rtt_max if self.policy.push else self.policy.rtt_initial
         timer = RequestTimer(self.policy, now, lambda: self._rng.uniform(0.0, spread))
-        self._faces[face.name] = _FaceState(face, timer, RequestBuilder(self.policy))
+        p = self.policy
+        relays = (RelayQueue(p.push_redundancy, p.push_capacity)
+                  if p.push and face.kind is FaceKind.BROADCAST else None)
+        self._faces[face.name] = _FaceState(face, timer, RequestBuilder(self.policy), relays)
         self.goset.new_neighbour(now)
 
     def remove_face(self, name: str) -> None:
@@ -161,9 +175,14 @@ class Node:
             self._sync_goset(now)
         self._arm(key.fid)
         self._events.append(NewEntry(key.fid, entry.seq, entry.msg_id, 0, own=True))
+        self._push(now, entry.packet, FrameKind.ENTRY, None, key.fid, entry.seq)
+        for cnr, chunk in enumerate(entry.chunks):
+            self._push(now, chunk, FrameKind.CHUNK, None, key.fid, entry.seq, cnr)
+        self._advertise(now)
         bound = self._set_of([key.fid]) if self._sets else None
         for fs in self._faces.values():
-            fs.timer.rearm(now)  # our next WANT carries the news
+            if not self.policy.push:  # else pushed already, and advertised below
+                fs.timer.rearm(now)  # our next WANT carries the news
             if bound is not None:
                 fs.set_next = bound
         return entry
@@ -270,13 +289,17 @@ class Node:
         for fs in self._faces.values():  # requests under the old state reach nobody now
             fs.queue.discard_superseding({"want", "chnk"})
 
-    def _sync_goset(self, now: float) -> None:
+    def _sync_goset(self, now: float, face: str | None = None) -> None:
         """Create replicas for keys the GOSET just added; recompute WANT/CHNK DMX."""
         for fid in self.goset.added:
             if fid not in self.store:
                 self.store.add_feed(fid)
                 self._events.append(FeedAdded(fid))
             self._arm(fid)
+            self._push(now, Novelty(fid).encode(), FrameKind.NOVELTY, face)
+            if self.policy.push and face is None:
+                for fs in self._faces.values():  # a claim showed feeds we lack: ask for them
+                    fs.timer.rearm(now)
         self.goset.added.clear()
         self._refresh_state()
 
@@ -308,18 +331,20 @@ class Node:
             return RxReport(FrameKind.UNKNOWN, Drop.TOO_LONG)
         if self.policy.suppress_overheard and fs.face.kind is FaceKind.BROADCAST:
             fs.queue.discard(packet)  # a neighbour said it already
+        if fs.relays is not None:
+            fs.relays.heard(packet)
         dmx = packet[:DMX_LEN]
         if dmx == GOSET_DMX:
             return self._on_goset(now, face, packet)
         if dmx == self._want_dmx:
             return self._on_want(now, fs, packet)
         if dmx == self._chnk_dmx:
-            return self._on_chnk(fs, packet)
+            return self._on_chnk(now, fs, packet)
         if (bound := self._set_dmx.get(dmx)) is not None:
             bs, is_want = bound
             if is_want:
                 return self._on_want(now, fs, packet, bs)
-            return self._on_chnk(fs, packet, bs.keys)
+            return self._on_chnk(now, fs, packet, bs.keys)
         return self._on_data(now, fs, packet)
 
     def _on_goset(self, now: float, face: str, packet: bytes) -> RxReport:
@@ -328,7 +353,7 @@ class Node:
         except PacketError:
             return RxReport(FrameKind.UNKNOWN, Drop.BAD_GOSET)
         self.goset.on_packet(pkt, face, now)
-        self._sync_goset(now)
+        self._sync_goset(now, face if isinstance(pkt, Novelty) else None)
         if isinstance(pkt, Claim):
             return RxReport(FrameKind.CLAIM)
         if isinstance(pkt, Novelty):
@@ -352,9 +377,11 @@ class Node:
                         fs.set_next = bound.name
                     break
         answers = answer_want(slots, keys, self.store, self.policy.credit)
-        return RxReport(FrameKind.WANT, answers=self._queue_answers(fs, answers))
+        if fs.relays is not None:
+            fs.heard_requests.add(packet)
+        return RxReport(FrameKind.WANT, answers=self._queue_answers(now, fs, answers))
 
-    def _on_chnk(self, fs: _FaceState, packet: bytes,
+    def _on_chnk(self, now: float, fs: _FaceState, packet: bytes,
                  keys: list[bytes] | None = None) -> RxReport:
         try:
             requests = decode_chnk(packet)
@@ -362,13 +389,25 @@ class Node:
             return RxReport(FrameKind.CHNK, Drop.BAD_REQUEST)
         answers = answer_chnk(requests, self.goset.keys if keys is None else keys,
                               self.store, self.policy.credit)
-        return RxReport(FrameKind.CHNK, answers=self._queue_answers(fs, answers))
+        if fs.relays is not None:
+            fs.heard_requests.add(packet)
+        return RxReport(FrameKind.CHNK, answers=self._queue_answers(now, fs, answers))
 
-    def _queue_answers(self, fs: _FaceState, answers: list[Answer]) -> int:
+    def _queue_answers(self, now: float, fs: _FaceState, answers: list[Answer]) -> int:
         queued = 0
+        relays = fs.relays
         for a in answers:
             kind = FrameKind.ENTRY if a.cnr is None else FrameKind.CHUNK
-            if fs.queue.put(Queued(a.packet, Priority.ANSWER, kind, None, a.fid, a.seq, a.cnr)):
+            if relays is not None:
+                # on a push face an answer waits a little, past the asker's own request
+                # burst, and one copy heard from another neighbour cancels it
+                span = self.policy.push_window * fs.face.airtime(len(a.packet))
+                delay = self._rng.uniform(min(span, fs.face.airtime(len(a.packet))), span)
+                if relays.schedule(Relay(a.packet, kind, now + delay,
+                                         relays.redundancy - 1, a.fid, a.seq, a.cnr)):
+                    queued += 1
+            elif fs.queue.put(Queued(a.packet, Priority.ANSWER, kind, None, a.fid, a.seq,
+                                     a.cnr)):
                 queued += 1
         return queued
 
@@ -379,7 +418,47 @@ class Node:
             fs.timer.arrival(now)
             if self._sets and fs.set_next is None:  # more may follow: ask that set again
                 fs.set_next = self._set_of(s.fid for s in report.stored)
+            if report.fid is not None and report.fid in self.goset:  # not a private feed
+                self._push(now, packet, report.kind, fs.face.name, report.fid, report.seq,
+                           report.cnr)
+                self._advertise(now)
+        elif (self.policy.hint_unmatched and report.drop is Drop.NO_MATCH
+              and len(packet) == PACKET_LEN and packet not in self._recent):
+            # an entry or chunk we could not place and do not hold: a neighbour has news
+            # (an entry after one we missed, a chunk of an entry we lack): ask soon
+            self.stats.hints += 1
+            fs.timer.rearm(now)
         return report
+
+    def _advertise(self, now: float) -> None:
+        """Under push: we hold something new, so send our WANT soon after the push has
+        gone by. It tells neighbours that lack it what we hold (they ask us in turn) and
+        asks for what the push did not bring us."""
+        if self.policy.push:
+            for fs in self._faces.values():
+                fs.timer.rearm(now, pace=False)
+
+    def _remember(self, packet: bytes) -> None:
+        recent = self._recent
+        recent[packet] = None
+        if len(recent) > _RECENT_MAX:
+            recent.popitem(last=False)
+
+    def _push(self, now: float, packet: bytes, kind: FrameKind, heard_on: str | None,
+              fid: bytes | None = None, seq: int | None = None, cnr: int | None = None) -> None:
+        """Relay ``packet`` once on every push face, after a random delay of a few
+        airtimes, unless neighbours say it often enough first (:mod:`.relay`)."""
+        if kind is not FrameKind.NOVELTY and self.policy.hint_unmatched:
+            self._remember(packet)
+        if not self.policy.push:
+            return
+        window = self.policy.push_window
+        for name, fs in self._faces.items():
+            if fs.relays is None:
+                continue
+            delay = self._rng.uniform(0.0, window * fs.face.airtime(len(packet)))
+            fs.relays.schedule(Relay(packet, kind, now + delay, int(name == heard_on),
+                                     fid, seq, cnr))
 
     def _ingest(self, packet: bytes) -> RxReport:
         report = RxReport(FrameKind.UNKNOWN)
@@ -446,6 +525,7 @@ class Node:
                     builder = fs.set_builders[name] = RequestBuilder(self.policy)
                 want = builder.want(bs.want_dmx, bs.keys, self.store)
                 self._queue_requests(fs, builder, want, bs.chnk_dmx, bs.keys, ":" + name)
+            fs.heard_requests.clear()
 
     def _sets_this_round(self, fs: _FaceState) -> list[tuple[str, BoundSet]]:
         """The bound sets to ask in this request round on face ``fs``.
@@ -481,10 +561,11 @@ class Node:
 
     def _queue_requests(self, fs: _FaceState, builder: RequestBuilder, want: bytes | None,
                         chnk_dmx_: bytes, keys: list[bytes], tag: str) -> None:
-        if want is not None:
+        heard = fs.heard_requests
+        if want is not None and want not in heard:
             fs.queue.put(Queued(want, Priority.REQUEST, FrameKind.WANT, "want" + tag))
         chnk = builder.chnk(chnk_dmx_, keys, self.store)
-        if chnk is not None:
+        if chnk is not None and chnk not in heard:
             fs.queue.put(Queued(chnk, Priority.REQUEST, FrameKind.CHNK, "chnk" + tag))
 
     def frames_to_send(self, now: float) -> list[Outgoing]:
@@ -493,6 +574,8 @@ class Node:
         jitter = self.policy.tx_jitter
         out: list[Outgoing] = []
         for name, fs in self._faces.items():
+            if fs.relays is not None:
+                self._release_relays(now, fs)
             while (head := fs.queue.peek()) is not None:
                 ready = fs.ready_at(head)
                 if ready > now:
@@ -512,6 +595,8 @@ class Node:
                 if fs.budget is not None:
                     fs.budget.spend(now, airtime)
                 fs.next_tx = now + max(fs.face.min_gap, airtime)
+                if self.policy.hint_unmatched and q.kind in (FrameKind.ENTRY, FrameKind.CHUNK):
+                    self._remember(q.packet)  # its echoes are no news
                 frame = add_crc(q.packet) if fs.face.crc else q.packet
                 out.append(Outgoing(name, frame, q.kind, q.fid, q.seq, q.cnr, airtime))
                 self.stats.tx += 1
@@ -520,6 +605,15 @@ class Node:
                 self.stats.tx_kinds[q.kind.value] += 1
         self.stats.queue_dropped = sum(fs.queue.dropped for fs in self._faces.values())
         return out
+
+    def _release_relays(self, now: float, fs: _FaceState) -> None:
+        """Move due relays into the send queue while it has room."""
+        relays, queue = fs.relays, fs.queue
+        assert relays is not None
+        while len(queue) < queue.capacity and (r := relays.pop_due(now)) is not None:
+            queue.put(Queued(r.packet, Priority.ANSWER, r.kind, None, r.fid, r.seq, r.cnr))
+        self.stats.relays_cancelled = sum(
+            f.relays.cancelled for f in self._faces.values() if f.relays is not None)
 
     def next_deadline(self) -> float | None:
         """The earliest time :meth:`frames_to_send` has something to do; None: idle."""
@@ -533,5 +627,9 @@ class Node:
                 times.append(fs.timer.next_at)
             if (head := fs.queue.peek()) is not None:
                 times.append(fs.ready_at(head))
+            if fs.relays is not None and len(fs.queue) < fs.queue.capacity:
+                due = fs.relays.next_due()
+                if due is not None:
+                    times.append(due)
         finite = [t for t in times if t != float("inf")]
         return min(finite) if finite else None

@@ -71,6 +71,20 @@ class Policy:
     # while a face's airtime budget is spent, build no WANT/CHNK (it would wait and be
     # replaced): the request timer waits for the budget instead
     defer_requests: bool = False
+    # push: on a broadcast face, relay every entry, chunk and GOSET key we store, once,
+    # after U(0, push_window x airtime), unless ``push_redundancy`` copies of it are heard
+    # meanwhile (relay.py); ``push_capacity`` relays wait per face at most
+    push: bool = False
+    push_window: float = 8.0
+    push_redundancy: int = 2
+    push_capacity: int = 64
+    # ask soon after hearing an entry- or chunk-sized frame we could not place and did not
+    # hold: a neighbour holds something we lack
+    hint_unmatched: bool = False
+    request_delay: float = 0.0  # under push: seconds from a hint to the request it brings
+    # a key new to us (a novelty, a claim's ends, our own new feed) restarts the Trickle
+    # timer; off when keys travel by push, which announces them already
+    goset_reset_on_add: bool = True
 
     def __post_init__(self) -> None:
         if not 0 < self.goset_interval_min <= self.goset_interval_max:
@@ -82,8 +96,11 @@ class Policy:
         if self.rtt_backoff < 1 or not 0 <= self.rtt_alpha < 1:
             raise ValueError("rtt_backoff must be >= 1 and rtt_alpha in [0, 1)")
         if min(self.help_budget, self.ask_budget, self.pending_max, self.pending_rounds,
-               self.claim_redundancy, self.tx_jitter) < 0:
+               self.claim_redundancy, self.tx_jitter, self.push_window,
+               self.request_delay) < 0:
             raise ValueError("budgets must not be negative")
+        if self.push_redundancy < 1 or self.push_capacity < 1:
+            raise ValueError("push_redundancy and push_capacity must be positive")
 
     def wants_feed(self, fid: bytes) -> bool:
         """Does this policy replicate ``fid`` when it is met in the GOSET?"""
@@ -103,13 +120,13 @@ DEFAULT = Policy(
     goset_jitter=0.0,
     trickle=True,
     claim_redundancy=1,
-    novelties=True,
+    novelties=False,  # pushed instead: every new key goes out at once, not one per round
     pending_rounds=6,
     credit=5,
     chnk_per_feed=3,
     offset_step=OffsetStep.PAST,
     rtt_initial=2.0,
-    rtt_max=60.0,
+    rtt_max=600.0,
     rtt_min=0.05,
     rtt_backoff=2.0,
     backoff_per_cycle=True,
@@ -117,6 +134,10 @@ DEFAULT = Policy(
     suppress_overheard=True,
     tx_jitter=2.0,
     defer_requests=True,
+    push=True,
+    hint_unmatched=True,
+    goset_reset_on_add=False,
+    request_delay=5.0,
 )
 
 # For links with no airtime to save (WebSocket, UDP on a LAN): the same protocol with
@@ -136,6 +157,11 @@ IP = replace(
     rtt_max=5.0,
     rtt_min=0.005,
     suppress_overheard=False,
+    # no pushing, novelties one per round, a new key restarts Trickle
+    push=False,
+    hint_unmatched=False,
+    goset_reset_on_add=True,
+    novelties=True,
 )
 
 PRESETS: dict[str, Policy] = {p.name: p for p in (REFERENCE, DEFAULT, IP)}

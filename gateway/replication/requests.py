@@ -244,6 +244,9 @@ class RequestTimer:
 
     def arrival(self, now: float) -> None:
         """An entry or chunk we asked for arrived."""
+        if self.policy.push and (self._sent_at is None
+                                 or now - self._sent_at > max(self.rtt, self.policy.rtt_initial)):
+            return  # pushed to us, not an answer: it says nothing about our requests
         self._arrived = self._cycle_arrived = True
         if self._sent_at is None or self._sampled:
             return
@@ -257,7 +260,13 @@ class RequestTimer:
         """Not before ``until`` (the face cannot send earlier); the rtt stays as it is."""
         self.next_at = max(self.next_at, until)
 
-    def rearm(self, now: float) -> None:
-        """A peer has more than we do: ask soon, at the initial pace."""
-        self.rtt = min(self.rtt, self.policy.rtt_initial)
-        self.next_at = min(self.next_at, now)
+    def rearm(self, now: float, *, pace: bool = True) -> None:
+        """A peer has more than we do: ask soon, at the initial pace (``pace=False``:
+        ask once soon, the pace stays as it is).
+
+        Under a push policy "soon" is after ``request_delay``: what is still on its way
+        by push may arrive meanwhile."""
+        if pace:
+            self.rtt = min(self.rtt, self.policy.rtt_initial)
+        delay = self.policy.request_delay if self.policy.push else 0.0
+        self.next_at = min(self.next_at, now + delay)
