@@ -138,12 +138,15 @@ class Node:
     def add_face(self, face: Face, now: float) -> None:
         if face.name in self._faces:
             raise ValueError(f"face {face.name!r} exists already")
-        # under push, requests only repair: the first one waits for a hint or a long while
-        spread = self.policy.rtt_max if self.policy.push else self.policy.rtt_initial
-        timer = RequestTimer(self.policy, now, lambda: self._rng.uniform(0.0, spread))
         p = self.policy
         relays = (RelayQueue(p.push_redundancy, p.push_capacity)
                   if p.push and face.kind is FaceKind.BROADCAST else None)
+        # on a push face requests only repair: with nothing to ask for yet, the first one
+        # waits for a hint or a long while
+        spread = (p.push_rtt_max if relays is not None and not len(self.goset)
+                  else p.rtt_initial)
+        timer = RequestTimer(p, now, lambda: self._rng.uniform(0.0, spread),
+                             push=relays is not None)
         self._faces[face.name] = _FaceState(face, timer, RequestBuilder(self.policy), relays)
         self.goset.new_neighbour(now)
 
@@ -405,6 +408,8 @@ class Node:
                 delay = self._rng.uniform(min(span, fs.face.airtime(len(a.packet))), span)
                 if relays.schedule(Relay(a.packet, kind, now + delay,
                                          relays.redundancy - 1, a.fid, a.seq, a.cnr)):
+                    queued += 1
+                elif a.packet in relays:  # on its way already (a push)
                     queued += 1
             elif fs.queue.put(Queued(a.packet, Priority.ANSWER, kind, None, a.fid, a.seq,
                                      a.cnr)):

@@ -81,7 +81,8 @@ class Policy:
     # ask soon after hearing an entry- or chunk-sized frame we could not place and did not
     # hold: a neighbour holds something we lack
     hint_unmatched: bool = False
-    request_delay: float = 0.0  # under push: seconds from a hint to the request it brings
+    request_delay: float = 0.0  # push faces: seconds from a hint to the request it brings
+    push_rtt_max: float = 600.0  # push faces: the request pace backs off up to this
     # a key new to us (a novelty, a claim's ends, our own new feed) restarts the Trickle
     # timer; off when keys travel by push, which announces them already
     goset_reset_on_add: bool = True
@@ -91,8 +92,8 @@ class Policy:
             raise ValueError("goset_interval_min must be positive and <= goset_interval_max")
         if self.credit < 1 or self.request_budget < 8 or self.chnk_per_feed < 1:
             raise ValueError("credit, request_budget and chnk_per_feed must be positive")
-        if not 0 < self.rtt_min <= self.rtt_initial <= self.rtt_max:
-            raise ValueError("need 0 < rtt_min <= rtt_initial <= rtt_max")
+        if not 0 < self.rtt_min <= self.rtt_initial <= min(self.rtt_max, self.push_rtt_max):
+            raise ValueError("need 0 < rtt_min <= rtt_initial <= rtt_max, push_rtt_max")
         if self.rtt_backoff < 1 or not 0 <= self.rtt_alpha < 1:
             raise ValueError("rtt_backoff must be >= 1 and rtt_alpha in [0, 1)")
         if min(self.help_budget, self.ask_budget, self.pending_max, self.pending_rounds,
@@ -126,7 +127,7 @@ DEFAULT = Policy(
     chnk_per_feed=3,
     offset_step=OffsetStep.PAST,
     rtt_initial=2.0,
-    rtt_max=600.0,
+    rtt_max=60.0,
     rtt_min=0.05,
     rtt_backoff=2.0,
     backoff_per_cycle=True,

@@ -210,10 +210,16 @@ class RequestTimer:
     """
 
     __slots__ = ("_arrived", "_cycle_arrived", "_cycle_closed", "_sampled", "_sent_at",
-                 "next_at", "policy", "rtt")
+                 "next_at", "policy", "push", "rtt", "rtt_max")
 
-    def __init__(self, policy: Policy, now: float, jitter: Callable[[], float]) -> None:
+    def __init__(self, policy: Policy, now: float, jitter: Callable[[], float], *,
+                 push: bool = False) -> None:
         self.policy = policy
+        # on a push face requests only repair what the push missed: a hint brings one
+        # after ``request_delay``, unasked-for arrivals say nothing about the pace, and
+        # quiet rounds back off up to ``push_rtt_max``
+        self.push = push
+        self.rtt_max = policy.push_rtt_max if push else policy.rtt_max
         self.rtt = policy.rtt_initial
         self.next_at = now + jitter()
         self._sent_at: float | None = None
@@ -234,7 +240,7 @@ class RequestTimer:
             else:
                 quiet = not self._arrived
             if quiet:
-                self.rtt = min(self.rtt * p.rtt_backoff, p.rtt_max)
+                self.rtt = min(self.rtt * p.rtt_backoff, self.rtt_max)
         if not p.backoff_per_cycle or self._cycle_closed:
             self._cycle_arrived = False
         self._cycle_closed = cycle_end
@@ -244,8 +250,8 @@ class RequestTimer:
 
     def arrival(self, now: float) -> None:
         """An entry or chunk we asked for arrived."""
-        if self.policy.push and (self._sent_at is None
-                                 or now - self._sent_at > max(self.rtt, self.policy.rtt_initial)):
+        if self.push and (self._sent_at is None
+                          or now - self._sent_at > max(self.rtt, self.policy.rtt_initial)):
             return  # pushed to us, not an answer: it says nothing about our requests
         self._arrived = self._cycle_arrived = True
         if self._sent_at is None or self._sampled:
@@ -268,5 +274,5 @@ class RequestTimer:
         by push may arrive meanwhile."""
         if pace:
             self.rtt = min(self.rtt, self.policy.rtt_initial)
-        delay = self.policy.request_delay if self.policy.push else 0.0
+        delay = self.policy.request_delay if self.push else 0.0
         self.next_at = min(self.next_at, now + delay)

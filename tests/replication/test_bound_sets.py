@@ -6,7 +6,16 @@ import random
 
 import pytest
 
-from gateway.replication import ChainComplete, FeedAdded, FrameKind, NewEntry, Node, Outgoing
+from gateway.replication import (
+    ChainComplete,
+    FeedAdded,
+    FrameKind,
+    NewEntry,
+    Node,
+    Outgoing,
+    Policy,
+    preset,
+)
 from gateway.store.memory import MemoryStore
 from gateway.wire.entry import FeedKey, build_feed
 from gateway.wire.goset import chnk_dmx, want_dmx, xor_keys
@@ -23,9 +32,15 @@ def private_posts(node: Node, k: FeedKey, contents: list[bytes]) -> None:
         node.publish(k, c, 0.0, announce=False)
 
 
-def test_a_bound_set_replicates_its_feeds_with_vectors_of_its_own() -> None:
+# what the vectors do, without the default preset's push of our own entries (which
+# reaches every neighbour that holds the feed, set or no set: see the last test)
+VECTORS_ONLY = [preset("reference"), preset("default").with_(push=False, novelties=True)]
+
+
+@pytest.mark.parametrize("policy", VECTORS_ONLY, ids=["reference", "default-no-push"])
+def test_a_bound_set_replicates_its_feeds_with_vectors_of_its_own(policy: Policy) -> None:
     mesh = Mesh()
-    a, b = mesh.add("a"), mesh.add("b")
+    a, b = mesh.add("a", policy), mesh.add("b", policy)
     mesh.link("a", "b")
     ka, kb = key(1), key(2)
     contents = [b"hello", b"x" * 500, b"y" * 30]
@@ -46,9 +61,10 @@ def test_a_bound_set_replicates_its_feeds_with_vectors_of_its_own() -> None:
     assert not any(out.kind in (FrameKind.CLAIM, FrameKind.NOVELTY) for out in sent)
 
 
-def test_vectors_are_bound_to_the_key_set_both_sides_hold() -> None:
+@pytest.mark.parametrize("policy", VECTORS_ONLY, ids=["reference", "default-no-push"])
+def test_vectors_are_bound_to_the_key_set_both_sides_hold(policy: Policy) -> None:
     mesh = Mesh()
-    a, b = mesh.add("a"), mesh.add("b")
+    a, b = mesh.add("a", policy), mesh.add("b", policy)
     mesh.link("a", "b")
     ka, other = key(1), key(9)
     private_posts(a, ka, [b"one", b"two"])
@@ -61,9 +77,10 @@ def test_vectors_are_bound_to_the_key_set_both_sides_hold() -> None:
     assert b.sets == {"data": [ka.fid]}
 
 
-def test_dropping_a_set_stops_its_replication_and_keeps_the_feeds() -> None:
+@pytest.mark.parametrize("policy", VECTORS_ONLY, ids=["reference", "default-no-push"])
+def test_dropping_a_set_stops_its_replication_and_keeps_the_feeds(policy: Policy) -> None:
     mesh = Mesh()
-    a, b = mesh.add("a"), mesh.add("b")
+    a, b = mesh.add("a", policy), mesh.add("b", policy)
     mesh.link("a", "b")
     ka = key(1)
     private_posts(a, ka, [b"one"])

@@ -68,7 +68,7 @@ def test_every_stored_entry_appears_in_the_capture(tmp_path: Path) -> None:
     txs = [r for r in records if r.dir is Direction.TX]
     rxs = [r for r in records if r.dir in (Direction.RX, Direction.DROP)]
     assert txs and rxs and all(r.frame for r in txs + rxs)
-    assert sum(1 for r in txs if r.kind == "claim") >= 3
+    assert any(r.kind == "claim" for r in txs)
     drops = [r for r in records if r.dir is Direction.DROP]
     assert all(r.reason for r in drops)
 

@@ -69,12 +69,25 @@ def test_trickle_backs_off_while_neighbours_agree_and_suppresses_our_claim() -> 
 
 
 def test_a_new_key_resets_trickle_and_is_announced_by_novelty() -> None:
+    # the GOSET's own announcement (the ip preset's): without push, a new key restarts
+    # Trickle and goes out as a novelty in the next round
+    policy = DEFAULT.with_(novelties=True, goset_reset_on_add=True, push=False)
+    g = sync(policy, 2)
+    run(g, 3000.0)
+    assert g.add(key(99), 3000.0)
+    sent = run(g, 3000.0 + policy.goset_interval_min)
+    assert Novelty(key(99)) in [p for _, p in sent]
+    assert any(isinstance(p, Claim) and p.cnt == 3 for _, p in sent)
+
+
+def test_under_push_a_new_key_leaves_trickle_quiet() -> None:
+    # the default preset: the Node pushes the new key's novelty at once (test_push.py);
+    # the claims keep their long quiet interval instead of restarting at the minimum
     g = sync(DEFAULT, 2)
     run(g, 3000.0)
     assert g.add(key(99), 3000.0)
-    sent = run(g, 3000.0 + DEFAULT.goset_interval_min)
-    assert Novelty(key(99)) in [p for _, p in sent]
-    assert any(isinstance(p, Claim) and p.cnt == 3 for _, p in sent)
+    sent = run(g, 3000.0 + 4 * DEFAULT.goset_interval_min)
+    assert sent == []
 
 
 def test_missing_middle_key_is_taken_directly_from_a_three_key_claim() -> None:
