@@ -376,7 +376,7 @@ class Simulation:
                 if member.deliver is not None:
                     member.deliver(tx.frame, rssi, snr)
                 continue
-            report = node.receive(now, LORA_FACE, tx.frame)
+            report = node.receive(now, LORA_FACE, tx.frame, snr=snr)
             if self.capture is not None:
                 for record in records_for_rx(now, member.name, LORA_FACE, tx.frame, report,
                                              rssi=rssi, snr=snr):

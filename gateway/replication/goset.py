@@ -168,7 +168,8 @@ class GosetSync:
             self._pending[key] = pend = _Pending(c)
             self._trim_pending()
         pend.faces.add(face)
-        self._inconsistent(now)
+        if self.policy.goset_reset_on_claim:
+            self._inconsistent(now)
 
     def _trim_pending(self) -> None:
         if len(self._pending) > self.policy.pending_max:

@@ -41,6 +41,7 @@ from .faces import AirtimeBudget, Face, FaceKind, Priority, Queued, SendQueue
 from .goset import GosetOut, GosetSync
 from .policy import DEFAULT, Policy
 from .relay import Relay, RelayQueue
+from .repair import RepairTimer
 from .requests import Answer, RequestBuilder, RequestTimer, answer_chnk, answer_want
 from .sets import BoundSet
 
@@ -66,13 +67,15 @@ class NodeStats:
     queue_dropped: int = 0
     relays_cancelled: int = 0  # relays given up: enough neighbours sent the same packet
     hints: int = 0  # requests brought forward by a frame we could not place
+    pushed: int = 0  # frames sent unasked (push faces)
+    answered: int = 0  # frames sent in answer to a WANT/CHNK on push faces
 
 
 class _FaceState:
     __slots__ = ("budget", "builder", "face", "heard_requests", "jittered", "next_tx", "queue",
                  "relays", "set_builders", "set_next", "set_turn", "timer")
 
-    def __init__(self, face: Face, timer: RequestTimer, builder: RequestBuilder,
+    def __init__(self, face: Face, timer: RequestTimer | RepairTimer, builder: RequestBuilder,
                  relays: RelayQueue | None = None) -> None:
         self.face = face
         self.relays = relays  # push relaying (broadcast faces under a push policy)
@@ -126,6 +129,10 @@ class Node:
         self._sets: dict[str, BoundSet] = {}
         self._set_dmx: dict[bytes, tuple[BoundSet, bool]] = {}  # DMX -> (set, is WANT)
         self._recent: OrderedDict[bytes, None] = OrderedDict()  # data packets held lately
+        self._snr: float | None = None  # of the frame being received
+        # when a neighbour last showed it holds our GOSET (an equal claim, a WANT/CHNK
+        # under our DMX): until one does, nobody would understand our requests
+        self._agreed_at = float("-inf")
         self.stats = NodeStats()
         for fid in store.feeds():  # held already: nothing to announce
             if goset_filter is None or goset_filter(fid):
@@ -141,12 +148,13 @@ class Node:
         p = self.policy
         relays = (RelayQueue(p.push_redundancy, p.push_capacity)
                   if p.push and face.kind is FaceKind.BROADCAST else None)
-        # on a push face requests only repair: with nothing to ask for yet, the first one
-        # waits for a hint or a long while
-        spread = (p.push_rtt_max if relays is not None and not len(self.goset)
-                  else p.rtt_initial)
-        timer = RequestTimer(p, now, lambda: self._rng.uniform(0.0, spread),
-                             push=relays is not None)
+        timer: RequestTimer | RepairTimer
+        if relays is None:
+            spread = p.rtt_initial
+            timer = RequestTimer(p, now, lambda: self._rng.uniform(0.0, spread))
+        else:  # requests only repair: with nothing to ask for yet, the first one waits
+            timer = RepairTimer(p, now, self._rng, first_within=p.rtt_initial
+                                if len(self.goset) or self._sets else p.push_rtt_max)
         self._faces[face.name] = _FaceState(face, timer, RequestBuilder(self.policy), relays)
         self.goset.new_neighbour(now)
 
@@ -181,10 +189,9 @@ class Node:
         self._push(now, entry.packet, FrameKind.ENTRY, None, key.fid, entry.seq)
         for cnr, chunk in enumerate(entry.chunks):
             self._push(now, chunk, FrameKind.CHUNK, None, key.fid, entry.seq, cnr)
-        self._advertise(now)
         bound = self._set_of([key.fid]) if self._sets else None
         for fs in self._faces.values():
-            if not self.policy.push:  # else pushed already, and advertised below
+            if fs.relays is None or not announce:  # (else pushed already)
                 fs.timer.rearm(now)  # our next WANT carries the news
             if bound is not None:
                 fs.set_next = bound
@@ -299,17 +306,17 @@ class Node:
                 self.store.add_feed(fid)
                 self._events.append(FeedAdded(fid))
             self._arm(fid)
-            self._push(now, Novelty(fid).encode(), FrameKind.NOVELTY, face)
-            if self.policy.push and face is None:
-                for fs in self._faces.values():  # a claim showed feeds we lack: ask for them
-                    fs.timer.rearm(now)
+            self._push(now, Novelty(fid).encode(), FrameKind.NOVELTY, face, fid)
         self.goset.added.clear()
         self._refresh_state()
 
     # --- receiving ------------------------------------------------------------------
-    def receive(self, now: float, face: str, frame: bytes) -> RxReport:
-        """Handle one frame heard on ``face``. Never raises on bad input."""
+    def receive(self, now: float, face: str, frame: bytes, *,
+                snr: float | None = None) -> RxReport:
+        """Handle one frame heard on ``face`` (``snr``: what the radio measured, dB).
+        Never raises on bad input."""
         self.stats.rx += 1
+        self._snr = snr
         report = self._receive(now, face, bytes(frame))
         self.stats.rx_kinds[report.kind.value] += 1
         if report.drop is not None:
@@ -340,8 +347,10 @@ class Node:
         if dmx == GOSET_DMX:
             return self._on_goset(now, face, packet)
         if dmx == self._want_dmx:
+            self._agree(now)
             return self._on_want(now, fs, packet)
         if dmx == self._chnk_dmx:
+            self._agree(now)
             return self._on_chnk(now, fs, packet)
         if (bound := self._set_dmx.get(dmx)) is not None:
             bs, is_want = bound
@@ -355,6 +364,8 @@ class Node:
             pkt = decode_goset(packet)
         except PacketError:
             return RxReport(FrameKind.UNKNOWN, Drop.BAD_GOSET)
+        if isinstance(pkt, Claim) and pkt.cnt == len(self.goset) and pkt.xor == self._state:
+            self._agree(now)
         self.goset.on_packet(pkt, face, now)
         self._sync_goset(now, face if isinstance(pkt, Novelty) else None)
         if isinstance(pkt, Claim):
@@ -407,7 +418,7 @@ class Node:
                 span = self.policy.push_window * fs.face.airtime(len(a.packet))
                 delay = self._rng.uniform(min(span, fs.face.airtime(len(a.packet))), span)
                 if relays.schedule(Relay(a.packet, kind, now + delay,
-                                         relays.redundancy - 1, a.fid, a.seq, a.cnr)):
+                                         relays.redundancy - 1, a.fid, a.seq, a.cnr, True)):
                     queued += 1
                 elif a.packet in relays:  # on its way already (a push)
                     queued += 1
@@ -426,22 +437,31 @@ class Node:
             if report.fid is not None and report.fid in self.goset:  # not a private feed
                 self._push(now, packet, report.kind, fs.face.name, report.fid, report.seq,
                            report.cnr)
-                self._advertise(now)
+            if isinstance(fs.timer, RepairTimer) and report.kind is FrameKind.ENTRY:
+                replica = self.store.get(report.fid) if report.fid is not None else None
+                if replica is not None and report.seq in replica.pending:
+                    fs.timer.chain_check(now)  # its chunks should follow
         elif (self.policy.hint_unmatched and report.drop is Drop.NO_MATCH
-              and len(packet) == PACKET_LEN and packet not in self._recent):
+              and len(packet) == PACKET_LEN and packet not in self._recent
+              and self._agreed(now)):
             # an entry or chunk we could not place and do not hold: a neighbour has news
             # (an entry after one we missed, a chunk of an entry we lack): ask soon
             self.stats.hints += 1
             fs.timer.rearm(now)
         return report
 
-    def _advertise(self, now: float) -> None:
-        """Under push: we hold something new, so send our WANT soon after the push has
-        gone by. It tells neighbours that lack it what we hold (they ask us in turn) and
-        asks for what the push did not bring us."""
-        if self.policy.push:
+    def _agree(self, now: float) -> None:
+        """A neighbour holds our GOSET: requests are understood. If that is news (we
+        just caught up with the set, or came back), ask at once what we lack."""
+        if self.policy.push and not self._agreed(now):
             for fs in self._faces.values():
-                fs.timer.rearm(now, pace=False)
+                if fs.relays is not None:
+                    fs.timer.rearm(now)
+        self._agreed_at = now
+
+    def _agreed(self, now: float) -> bool:
+        """Has a neighbour shown lately that it holds the GOSET we hold?"""
+        return now - self._agreed_at <= self.policy.push_rtt_max
 
     def _remember(self, packet: bytes) -> None:
         recent = self._recent
@@ -457,11 +477,17 @@ class Node:
             self._remember(packet)
         if not self.policy.push:
             return
-        window = self.policy.push_window
+        p = self.policy
         for name, fs in self._faces.items():
             if fs.relays is None:
                 continue
-            delay = self._rng.uniform(0.0, window * fs.face.airtime(len(packet)))
+            window = p.push_window * fs.face.airtime(len(packet))
+            if name == heard_on and self._snr is not None:
+                strength = (self._snr - p.push_snr_low) / (p.push_snr_high - p.push_snr_low)
+                delay = window * (0.75 * min(max(strength, 0.0), 1.0)
+                                  + self._rng.uniform(0.0, 0.25))
+            else:
+                delay = self._rng.uniform(0.0, window)
             fs.relays.schedule(Relay(packet, kind, now + delay, int(name == heard_on),
                                      fid, seq, cnr))
 
@@ -521,8 +547,10 @@ class Node:
                     fs.timer.postpone(free_at if free_at != float("inf")
                                       else now + self.policy.rtt_max)
                     continue
-            want = fs.builder.want(self._want_dmx, keys, self.store)
-            fs.timer.sent(now, fs.builder.cycle_end or not keys)
+            asks = not isinstance(fs.timer, RepairTimer) or fs.timer.wants(now)
+            want = fs.builder.want(self._want_dmx, keys, self.store) if asks else None
+            lacking = self.store.has_pending_chains() and self._agreed(now)
+            fs.timer.sent(now, fs.builder.cycle_end or not keys or not asks, lacking)
             self._queue_requests(fs, fs.builder, want, self._chnk_dmx, keys, "")
             for name, bs in self._sets_this_round(fs):
                 builder = fs.set_builders.get(name)
@@ -617,6 +645,10 @@ class Node:
         assert relays is not None
         while len(queue) < queue.capacity and (r := relays.pop_due(now)) is not None:
             queue.put(Queued(r.packet, Priority.ANSWER, r.kind, None, r.fid, r.seq, r.cnr))
+            if r.answer:
+                self.stats.answered += 1
+            else:
+                self.stats.pushed += 1
         self.stats.relays_cancelled = sum(
             f.relays.cancelled for f in self._faces.values() if f.relays is not None)
 

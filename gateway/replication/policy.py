@@ -78,6 +78,12 @@ class Policy:
     push_window: float = 8.0
     push_redundancy: int = 2
     push_capacity: int = 64
+    # with the receiver's SNR known, a relay waits the longer the stronger the frame came
+    # in (``push_snr_low``..``push_snr_high`` dB span the window): far neighbours, which
+    # reach farther on, go first, and near ones hear them and keep quiet (Meshtastic's
+    # managed flood); the last quarter of the window is random either way
+    push_snr_low: float = -7.5
+    push_snr_high: float = 10.0
     # ask soon after hearing an entry- or chunk-sized frame we could not place and did not
     # hold: a neighbour holds something we lack
     hint_unmatched: bool = False
@@ -86,6 +92,9 @@ class Policy:
     # a key new to us (a novelty, a claim's ends, our own new feed) restarts the Trickle
     # timer; off when keys travel by push, which announces them already
     goset_reset_on_add: bool = True
+    # a claim that differs from ours restarts the Trickle timer (RFC 6206); off under
+    # push, where keys travel as pushed novelties and claims only repair, at their pace
+    goset_reset_on_claim: bool = True
 
     def __post_init__(self) -> None:
         if not 0 < self.goset_interval_min <= self.goset_interval_max:
@@ -138,6 +147,7 @@ DEFAULT = Policy(
     push=True,
     hint_unmatched=True,
     goset_reset_on_add=False,
+    goset_reset_on_claim=False,
     request_delay=5.0,
 )
 

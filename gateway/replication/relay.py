@@ -16,7 +16,7 @@ can only take them in that order.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import heapq
 from dataclasses import dataclass
 
 from .events import FrameKind
@@ -35,18 +35,26 @@ class Relay:
     fid: bytes | None = None
     seq: int | None = None
     cnr: int | None = None
+    answer: bool = False  # asked for by a WANT/CHNK (else pushed unasked)
 
 
 class RelayQueue:
-    """The packets one face will relay, in order, unless enough copies are overheard."""
+    """The packets one face will relay, unless enough copies are overheard first.
 
-    __slots__ = ("_items", "_last_due", "capacity", "cancelled", "overflowed", "redundancy")
+    Packets leave by due time; within one feed (a novelty counts as its key's feed) in
+    the order they were scheduled, since a receiver can only take an entry after its
+    predecessor, a chunk after its entry, and any of them after the key."""
+
+    __slots__ = ("_feed_due", "_heap", "_items", "_seq", "capacity", "cancelled",
+                 "overflowed", "redundancy")
 
     def __init__(self, redundancy: int, capacity: int) -> None:
         self.redundancy = redundancy
         self.capacity = capacity
-        self._items: OrderedDict[bytes, Relay] = OrderedDict()
-        self._last_due = float("-inf")
+        self._items: dict[bytes, Relay] = {}
+        self._heap: list[tuple[float, int, bytes]] = []  # (due, order, packet), lazily pruned
+        self._seq = 0
+        self._feed_due: dict[bytes | None, float] = {}  # the last due time per feed
         self.cancelled = 0  # relays given up because neighbours said it often enough
         self.overflowed = 0  # relays pushed out by newer ones
 
@@ -57,16 +65,27 @@ class RelayQueue:
         return packet in self._items
 
     def schedule(self, relay: Relay) -> bool:
-        """Add ``relay`` (no earlier than the one before it); False if known already."""
+        """Add ``relay`` (no earlier than its feed's previous one); False if known."""
         if relay.packet in self._items:
             return False
-        relay.due = max(relay.due, self._last_due)
-        self._last_due = relay.due
+        if relay.fid is not None:
+            relay.due = max(relay.due, self._feed_due.get(relay.fid, float("-inf")))
+            self._feed_due[relay.fid] = relay.due
         self._items[relay.packet] = relay
+        self._seq += 1
+        heapq.heappush(self._heap, (relay.due, self._seq, relay.packet))
         if len(self._items) > self.capacity:
-            self._items.popitem(last=False)
+            del self._items[next(iter(self._items))]  # the oldest scheduled
             self.overflowed += 1
+        if len(self._heap) > 4 * self.capacity + 16:
+            self._compact()
         return True
+
+    def _compact(self) -> None:
+        items = self._items
+        self._heap = [h for h in self._heap if h[2] in items and items[h[2]].due == h[0]]
+        heapq.heapify(self._heap)
+        self._feed_due = {r.fid: r.due for r in items.values() if r.fid is not None}
 
     def heard(self, packet: bytes) -> None:
         """A copy of ``packet`` went by on the face."""
@@ -78,17 +97,26 @@ class RelayQueue:
             del self._items[packet]
             self.cancelled += 1
 
+    def _head(self) -> Relay | None:
+        heap, items = self._heap, self._items
+        while heap:
+            due, _, packet = heap[0]
+            relay = items.get(packet)
+            if relay is not None and relay.due == due:
+                return relay
+            heapq.heappop(heap)
+        return None
+
     def next_due(self) -> float | None:
         """When the first packet is due; None when nothing waits."""
-        for relay in self._items.values():
-            return relay.due
-        return None
+        head = self._head()
+        return head.due if head is not None else None
 
     def pop_due(self, now: float) -> Relay | None:
         """The first packet if it is due now."""
-        for packet, relay in self._items.items():
-            if relay.due > now:
-                return None
-            del self._items[packet]
-            return relay
-        return None
+        head = self._head()
+        if head is None or head.due > now:
+            return None
+        heapq.heappop(self._heap)
+        del self._items[head.packet]
+        return head

@@ -210,16 +210,10 @@ class RequestTimer:
     """
 
     __slots__ = ("_arrived", "_cycle_arrived", "_cycle_closed", "_sampled", "_sent_at",
-                 "next_at", "policy", "push", "rtt", "rtt_max")
+                 "next_at", "policy", "rtt")
 
-    def __init__(self, policy: Policy, now: float, jitter: Callable[[], float], *,
-                 push: bool = False) -> None:
+    def __init__(self, policy: Policy, now: float, jitter: Callable[[], float]) -> None:
         self.policy = policy
-        # on a push face requests only repair what the push missed: a hint brings one
-        # after ``request_delay``, unasked-for arrivals say nothing about the pace, and
-        # quiet rounds back off up to ``push_rtt_max``
-        self.push = push
-        self.rtt_max = policy.push_rtt_max if push else policy.rtt_max
         self.rtt = policy.rtt_initial
         self.next_at = now + jitter()
         self._sent_at: float | None = None
@@ -231,8 +225,9 @@ class RequestTimer:
     def due(self, now: float) -> bool:
         return now >= self.next_at
 
-    def sent(self, now: float, cycle_end: bool = True) -> None:
-        """A request period starts now; ``cycle_end``: this WANT ends a pass over the set."""
+    def sent(self, now: float, cycle_end: bool = True, lacking: bool = False) -> None:
+        """A request period starts now; ``cycle_end``: this WANT ends a pass over the set
+        (``lacking``, an unfinished side chain, changes nothing: this timer polls anyway)."""
         p = self.policy
         if self._sent_at is not None:
             if p.backoff_per_cycle:
@@ -240,7 +235,7 @@ class RequestTimer:
             else:
                 quiet = not self._arrived
             if quiet:
-                self.rtt = min(self.rtt * p.rtt_backoff, self.rtt_max)
+                self.rtt = min(self.rtt * p.rtt_backoff, p.rtt_max)
         if not p.backoff_per_cycle or self._cycle_closed:
             self._cycle_arrived = False
         self._cycle_closed = cycle_end
@@ -250,9 +245,6 @@ class RequestTimer:
 
     def arrival(self, now: float) -> None:
         """An entry or chunk we asked for arrived."""
-        if self.push and (self._sent_at is None
-                          or now - self._sent_at > max(self.rtt, self.policy.rtt_initial)):
-            return  # pushed to us, not an answer: it says nothing about our requests
         self._arrived = self._cycle_arrived = True
         if self._sent_at is None or self._sampled:
             return
@@ -266,13 +258,7 @@ class RequestTimer:
         """Not before ``until`` (the face cannot send earlier); the rtt stays as it is."""
         self.next_at = max(self.next_at, until)
 
-    def rearm(self, now: float, *, pace: bool = True) -> None:
-        """A peer has more than we do: ask soon, at the initial pace (``pace=False``:
-        ask once soon, the pace stays as it is).
-
-        Under a push policy "soon" is after ``request_delay``: what is still on its way
-        by push may arrive meanwhile."""
-        if pace:
-            self.rtt = min(self.rtt, self.policy.rtt_initial)
-        delay = self.policy.request_delay if self.push else 0.0
-        self.next_at = min(self.next_at, now + delay)
+    def rearm(self, now: float) -> None:
+        """A peer has more than we do: ask soon, at the initial pace."""
+        self.rtt = min(self.rtt, self.policy.rtt_initial)
+        self.next_at = min(self.next_at, now)

@@ -238,7 +238,7 @@ class Gateway:
         if node is None or face not in self._faces:
             return
         now = self.now()
-        report = node.receive(now, face, frame)
+        report = node.receive(now, face, frame, snr=meta.snr if meta is not None else None)
         self._since["rx"] += 1
         if report.stored:
             self._dirty = True

@@ -1,0 +1,97 @@
+"""When a push face asks: WANT and CHNK only repair what the push did not bring.
+
+On a face where entries, chunks and keys are pushed (:mod:`.relay`), a node does not
+poll its neighbours. It asks
+
+* after a *hint* that a neighbour holds something we lack: a WANT under our DMX that
+  shows more than we hold, or an entry- or chunk-sized frame we could not place (an
+  entry after one we missed, a chunk of an entry we lack); the request waits
+  ``request_delay`` first, since the push may still bring it;
+* when a side chain is still unfinished ``request_delay`` after its entry arrived: a
+  CHNK alone (a WANT would only repeat what the neighbours know);
+* while requests bring answers, again after the measured round trip, to pull the rest;
+* otherwise as a slow beacon, every ``push_rtt_max`` (from half of it to all of it, at
+  random): the WANT tells neighbours what we hold, so that whoever lacks something asks
+  us, and an unfinished chain is asked for again after ``rtt_max``.
+
+The Node decides which hints count (:meth:`Node._agreed`: nobody understands requests
+under a GOSET no neighbour holds).
+"""
+
+from __future__ import annotations
+
+import random
+
+from .policy import Policy
+
+__all__ = ["RepairTimer"]
+
+
+class RepairTimer:
+    """The request timer of one push face (the same calls as :class:`RequestTimer`).
+
+    Two times: when the next WANT is due (``want_at``) and when a CHNK alone is
+    (``chnk_at``); a round at or after ``want_at`` sends both."""
+
+    __slots__ = ("_arrived", "_rng", "_sent_at", "chnk_at", "policy", "rtt", "want_at")
+
+    def __init__(self, policy: Policy, now: float, rng: random.Random, *,
+                 first_within: float) -> None:
+        self.policy = policy
+        self._rng = rng
+        self.rtt = policy.rtt_initial  # the follow-up pace while answers come
+        self.want_at = now + rng.uniform(0.0, first_within)
+        self.chnk_at = float("inf")
+        self._sent_at: float | None = None
+        self._arrived = False
+
+    @property
+    def next_at(self) -> float:
+        return min(self.want_at, self.chnk_at)
+
+    def due(self, now: float) -> bool:
+        return now >= self.next_at
+
+    def wants(self, now: float) -> bool:
+        """Does the round due now include a WANT?"""
+        return now >= self.want_at
+
+    def sent(self, now: float, cycle_end: bool = True, lacking: bool = False) -> None:
+        """A request round went out now. ``cycle_end``: its WANT (if any) ended a pass
+        over the set; ``lacking``: a side chain is still unfinished."""
+        p = self.policy
+        if now >= self.want_at:
+            if self._arrived:  # it paid: pull on at the pace the answers came
+                self.want_at = now + self.rtt
+            elif not cycle_end:  # the rest of a large set, in the next window
+                self.want_at = now + p.rtt_initial
+            else:  # the slow beacon
+                self.want_at = now + p.push_rtt_max * self._rng.uniform(0.5, 1.0)
+        self.chnk_at = now + p.rtt_max if lacking else float("inf")
+        self._sent_at = now
+        self._arrived = False
+
+    def arrival(self, now: float) -> None:
+        """An entry or chunk arrived; it answers our request if it came within the round
+        trip (else it was pushed, and says nothing about our requests)."""
+        p = self.policy
+        if self._sent_at is None or now - self._sent_at > max(self.rtt, p.rtt_initial):
+            return
+        if not self._arrived:
+            self.rtt = max(p.rtt_alpha * self.rtt + (1 - p.rtt_alpha) * (now - self._sent_at),
+                           p.rtt_min)
+        self._arrived = True
+
+    def postpone(self, until: float) -> None:
+        """Not before ``until`` (the face cannot send earlier)."""
+        self.want_at = max(self.want_at, until)
+        self.chnk_at = max(self.chnk_at, until)
+
+    def rearm(self, now: float) -> None:
+        """A hint: a neighbour holds more than we do. Ask after ``request_delay``."""
+        self.want_at = min(self.want_at, now + self.policy.request_delay)
+
+    def chain_check(self, now: float) -> None:
+        """An entry with a side chain arrived: ask for the chunks (a CHNK alone) if they
+        have not come ``request_delay`` from now."""
+        self.chnk_at = min(self.chnk_at, now + self.policy.request_delay)
