@@ -65,6 +65,12 @@ ChannelKey = tuple[int, int, int]  # frequency Hz, bandwidth Hz, spreading facto
 SHADOW_CLIP = 3.0  # shadowing draws are clipped to +/- this many sigma
 NOISE_MARGIN_DB = CAPTURE_THRESHOLD_DB + 3.0  # weaker than sensitivity minus this: noise
 
+# channel activity detection (listen before talk): an SX126x/SX127x decides after about
+# two symbols whether a LoRa preamble or payload is on the air (SX126x AN1200.48 uses 2
+# symbols for SF7..SF12; SX1276 datasheet section 4.1.6, CAD). Modelled as: a frame on
+# the radio's channel, at or above its sensitivity, begun at least that long ago.
+CAD_SYMBOLS = 2
+
 SHADOW_BITS = 12  # shadowing draws take one of 2**12 equally likely normal quantiles
 SHADOW_LEVELS = 1 << SHADOW_BITS
 FAR_Q = 1 / 16  # links whose frames clear the noise margin less often than this are "far"
@@ -232,6 +238,15 @@ class LoRaChannel:
 
     def busy(self, radio: int, now: float) -> bool:
         return self.radios[radio].busy_until > now
+
+    def sensed(self, radio: int, now: float) -> bool:
+        """Channel activity detection at ``radio`` now (see ``CAD_SYMBOLS``)."""
+        r = self.radios[radio]
+        begun = now - CAD_SYMBOLS * r.params.symbol_s
+        for tx in r.arriving:
+            if tx.start <= begun and tx.end > now and tx.power.get(radio, -math.inf) >= r.sensitivity:
+                return True
+        return False
 
     def transmit(self, sender: int, frame: bytes, now: float) -> Transmission | None:
         """Put ``frame`` on the air from ``sender`` now; None if its duty cycle forbids it.

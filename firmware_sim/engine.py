@@ -63,6 +63,11 @@ _DELIVER = 1  # a point-to-point frame arrives
 _PUBLISH = 2  # an application publishes an entry
 _WAKE = 3  # a node's deadline
 _CALL = 4  # a scheduled action (an application doing something at a set time)
+_CAD = 5  # a radio that found the channel busy listens again
+
+# listen before talk: a busy channel defers a frame by U(1, 4) of its airtimes, at most
+# this many times in a row; then it goes out anyway (as the dongle firmware does)
+LBT_MAX_TRIES = 8
 
 
 class RecordSink(Protocol):
@@ -98,6 +103,9 @@ class SimNode:
     wake_at: float = math.inf
     waiting: deque[Outgoing | bytes] = field(default_factory=deque)  # frames for a busy radio
     app: App | None = None
+    lbt: random.Random | None = None  # listen before talk (its backoff draws); None: off
+    lbt_tries: int = 0  # busy channels found in a row for the frame waiting
+    lbt_until: float = -math.inf  # backing off until then
 
 
 @dataclass(slots=True)
@@ -105,6 +113,7 @@ class SimStats:
     events: int = 0
     transmissions: int = 0
     receptions: int = 0  # frames decoded by a radio, or delivered over a link
+    lbt_deferrals: int = 0  # transmissions put off because the channel was busy
     drops: Counter[str] = field(default_factory=Counter)  # channel drops by reason
     published: int = 0
 
@@ -149,6 +158,8 @@ class Simulation:
                                    queue_size=queue_size)
             node.add_face(replace(face, duty_window=duty_window), self.now)
             self._by_radio[member.radio] = member
+            if node.policy.listen_before_talk:
+                member.lbt = random.Random(derive_seed(self.seed, "lbt", name))
         self.members[name] = member
         self._wake(member, self.now)
         return node
@@ -238,6 +249,8 @@ class Simulation:
                 self._on_deliver(who, what)  # type: ignore[arg-type]
             elif kind == _PUBLISH:
                 self._on_publish(who, what)  # type: ignore[arg-type]
+            elif kind == _CAD:
+                self._pump(who)  # type: ignore[arg-type]
             else:
                 what(t)  # type: ignore[operator]
                 self._service(who)  # type: ignore[arg-type]
@@ -335,9 +348,24 @@ class Simulation:
         self._push(arrival, _DELIVER, peer, (link.face(peer.name), out.frame))
 
     def _pump(self, member: SimNode) -> None:
-        """Put waiting frames on the air while the radio is free (one at a time)."""
+        """Put waiting frames on the air while the radio is free (one at a time); with
+        listen before talk, not while it hears the channel busy."""
         assert member.radio is not None
-        while member.waiting and not self.channel.busy(member.radio, self.now):
+        now = self.now
+        while member.waiting and not self.channel.busy(member.radio, now):
+            if member.lbt is not None:
+                if now < member.lbt_until:
+                    return
+                if member.lbt_tries < LBT_MAX_TRIES and self.channel.sensed(member.radio, now):
+                    head = member.waiting[0]
+                    frame = head if isinstance(head, bytes) else head.frame
+                    air = self.channel.frame_airtime(member.radio, len(frame))
+                    member.lbt_tries += 1
+                    member.lbt_until = now + member.lbt.uniform(1.0, 4.0) * air
+                    self.stats.lbt_deferrals += 1
+                    self._push(member.lbt_until, _CAD, member)
+                    return
+                member.lbt_tries = 0
             self._start_tx(member, member.waiting.popleft())
 
     def _start_tx(self, member: SimNode, out: Outgoing | bytes) -> None:

@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 
 _MIN_FRAME = DMX_LEN + 1
 _RECENT_MAX = 2048  # data packets remembered as held, to tell a neighbour's news from echoes
+_ORPHANS_MAX = 64  # unplaced packet-sized frames kept in case their predecessor comes next
 
 
 @dataclass(slots=True)
@@ -66,6 +67,8 @@ class NodeStats:
     chunks_stored: int = 0
     queue_dropped: int = 0
     relays_cancelled: int = 0  # relays given up: enough neighbours sent the same packet
+    relays_stale: int = 0  # relays given up: the budget held them past ``push_stale``
+    orphans_adopted: int = 0  # kept frames stored once their predecessor arrived
     hints: int = 0  # requests brought forward by a frame we could not place
     pushed: int = 0  # frames sent unasked (push faces)
     answered: int = 0  # frames sent in answer to a WANT/CHNK on push faces
@@ -130,6 +133,10 @@ class Node:
         self._set_dmx: dict[bytes, tuple[BoundSet, bool]] = {}  # DMX -> (set, is WANT)
         self._recent: OrderedDict[bytes, None] = OrderedDict()  # data packets held lately
         self._snr: float | None = None  # of the frame being received
+        # packet-sized frames we could not place, newest last (push policies): relays of
+        # one item by different neighbours arrive in any order, and a chunk heard before
+        # its entry (or an entry before its predecessor) is taken once that one is stored
+        self._orphans: OrderedDict[bytes, None] = OrderedDict()
         # when a neighbour last showed it holds our GOSET (an equal claim, a WANT/CHNK
         # under our DMX): until one does, nobody would understand our requests
         self._agreed_at = float("-inf")
@@ -342,7 +349,9 @@ class Node:
         if self.policy.suppress_overheard and fs.face.kind is FaceKind.BROADCAST:
             fs.queue.discard(packet)  # a neighbour said it already
         if fs.relays is not None:
-            fs.relays.heard(packet)
+            near = self.policy.push_near_snr
+            fs.relays.heard(packet, near is not None and self._snr is not None
+                            and self._snr >= near)
         dmx = packet[:DMX_LEN]
         if dmx == GOSET_DMX:
             return self._on_goset(now, face, packet)
@@ -430,6 +439,8 @@ class Node:
     def _on_data(self, now: float, fs: _FaceState, packet: bytes) -> RxReport:
         """An entry (by DMX) and/or a side-chain chunk (by hash)."""
         report = self._ingest(packet)
+        if report.stored and self._orphans:
+            self._adopt_orphans(now, fs, report)
         if report.stored:
             fs.timer.arrival(now)
             if self._sets and fs.set_next is None:  # more may follow: ask that set again
@@ -442,13 +453,37 @@ class Node:
                 if replica is not None and report.seq in replica.pending:
                     fs.timer.chain_check(now)  # its chunks should follow
         elif (self.policy.hint_unmatched and report.drop is Drop.NO_MATCH
-              and len(packet) == PACKET_LEN and packet not in self._recent
-              and self._agreed(now)):
-            # an entry or chunk we could not place and do not hold: a neighbour has news
-            # (an entry after one we missed, a chunk of an entry we lack): ask soon
-            self.stats.hints += 1
-            fs.timer.rearm(now)
+              and len(packet) == PACKET_LEN and packet not in self._recent):
+            self._orphans[packet] = None
+            if len(self._orphans) > _ORPHANS_MAX:
+                self._orphans.popitem(last=False)
+            if self._agreed(now):
+                # an entry or chunk we could not place and do not hold: a neighbour has
+                # news (an entry after one we missed, a chunk of an entry we lack)
+                self.stats.hints += 1
+                fs.timer.rearm(now)
         return report
+
+    def _adopt_orphans(self, now: float, fs: _FaceState, report: RxReport) -> None:
+        """Store the kept frames that what was just stored made expected (again and
+        again: one may open the way for the next), and push them on."""
+        progress = True
+        while progress and self._orphans:
+            progress = False
+            for packet in list(self._orphans):
+                if (packet[:DMX_LEN] not in self._entry_dmx
+                        and not self.store.expects_chunk(hash20(packet))):
+                    continue
+                del self._orphans[packet]
+                taken = self._ingest(packet)
+                if not taken.stored:
+                    continue
+                progress = True
+                self.stats.orphans_adopted += 1
+                report.stored.extend(taken.stored)
+                if taken.fid is not None and taken.fid in self.goset:
+                    self._push(now, packet, taken.kind, fs.face.name, taken.fid, taken.seq,
+                               taken.cnr)
 
     def _agree(self, now: float) -> None:
         """A neighbour holds our GOSET: requests are understood. If that is news (we
@@ -488,6 +523,9 @@ class Node:
                                   + self._rng.uniform(0.0, 0.25))
             else:
                 delay = self._rng.uniform(0.0, window)
+            if name == heard_on and p.push_near_snr is not None and self._snr is not None \
+                    and self._snr >= p.push_near_snr:
+                continue  # heard from close by: our copy would reach few it did not
             fs.relays.schedule(Relay(packet, kind, now + delay, int(name == heard_on),
                                      fid, seq, cnr))
 
@@ -639,11 +677,26 @@ class Node:
         self.stats.queue_dropped = sum(fs.queue.dropped for fs in self._faces.values())
         return out
 
+    def _relay_ready(self, fs: _FaceState, now: float) -> float:
+        """When relays may next move into the send queue: when it has room and the
+        airtime budget allows a frame (till then they wait where copies still cancel
+        them); inf: not while the queue is full."""
+        if len(fs.queue) >= fs.queue.capacity:
+            return float("inf")
+        if fs.budget is None:
+            return now
+        return fs.budget.earliest(now, fs.face.airtime(PACKET_LEN))
+
     def _release_relays(self, now: float, fs: _FaceState) -> None:
-        """Move due relays into the send queue while it has room."""
+        """Move due relays into the send queue while it has room and the budget allows;
+        drop those that waited so long that the neighbours have them by now."""
         relays, queue = fs.relays, fs.queue
         assert relays is not None
-        while len(queue) < queue.capacity and (r := relays.pop_due(now)) is not None:
+        stale = now - self.policy.push_stale
+        while self._relay_ready(fs, now) <= now and (r := relays.pop_due(now)) is not None:
+            if r.due < stale:
+                self.stats.relays_stale += 1
+                continue
             queue.put(Queued(r.packet, Priority.ANSWER, r.kind, None, r.fid, r.seq, r.cnr))
             if r.answer:
                 self.stats.answered += 1
@@ -664,9 +717,9 @@ class Node:
                 times.append(fs.timer.next_at)
             if (head := fs.queue.peek()) is not None:
                 times.append(fs.ready_at(head))
-            if fs.relays is not None and len(fs.queue) < fs.queue.capacity:
+            if fs.relays is not None:
                 due = fs.relays.next_due()
                 if due is not None:
-                    times.append(due)
+                    times.append(max(due, self._relay_ready(fs, due)))
         finite = [t for t in times if t != float("inf")]
         return min(finite) if finite else None

@@ -84,6 +84,11 @@ class Policy:
     # managed flood); the last quarter of the window is random either way
     push_snr_low: float = -7.5
     push_snr_high: float = 10.0
+    # a copy heard at this SNR (dB) or stronger came from close by: ours would cover
+    # little more, so the relay is cancelled (the broadcast-storm literature's
+    # distance-based scheme); None: copies only count
+    push_near_snr: float | None = None
+    push_stale: float = 120.0  # seconds past its time after which a relay is dropped
     # ask soon after hearing an entry- or chunk-sized frame we could not place and did not
     # hold: a neighbour holds something we lack
     hint_unmatched: bool = False
@@ -95,6 +100,11 @@ class Policy:
     # a claim that differs from ours restarts the Trickle timer (RFC 6206); off under
     # push, where keys travel as pushed novelties and claims only repair, at their pace
     goset_reset_on_claim: bool = True
+    # the radio listens before it talks (channel activity detection, then a random
+    # backoff while the channel is busy): a setting of the LoRa radio, which the gateway
+    # passes to the dongle and the simulator models (firmware_sim.channel); the
+    # reference firmware sends blind
+    listen_before_talk: bool = False
 
     def __post_init__(self) -> None:
         if not 0 < self.goset_interval_min <= self.goset_interval_max:
@@ -126,7 +136,7 @@ REFERENCE = Policy(name="reference")
 DEFAULT = Policy(
     name="default",
     goset_interval_min=4.0,
-    goset_interval_max=240.0,
+    goset_interval_max=1920.0,  # claims only repair under push: 32 min when all agree
     goset_jitter=0.0,
     trickle=True,
     claim_redundancy=1,
@@ -148,6 +158,7 @@ DEFAULT = Policy(
     hint_unmatched=True,
     goset_reset_on_add=False,
     goset_reset_on_claim=False,
+    listen_before_talk=True,
     request_delay=5.0,
 )
 
