@@ -68,6 +68,7 @@ _CAD = 5  # a radio that found the channel busy listens again
 # listen before talk: a busy channel defers a frame by U(1, 4) of its airtimes, at most
 # this many times in a row; then it goes out anyway (as the dongle firmware does)
 LBT_MAX_TRIES = 8
+HEARD_WHILE_WAITING = "heard-while-waiting"  # the drop reason of such a frame
 
 
 class RecordSink(Protocol):
@@ -114,6 +115,7 @@ class SimStats:
     transmissions: int = 0
     receptions: int = 0  # frames decoded by a radio, or delivered over a link
     lbt_deferrals: int = 0  # transmissions put off because the channel was busy
+    lbt_dropped: int = 0  # frames dropped while waiting: the same frame was heard
     drops: Counter[str] = field(default_factory=Counter)  # channel drops by reason
     published: int = 0
 
@@ -368,6 +370,19 @@ class Simulation:
                 member.lbt_tries = 0
             self._start_tx(member, member.waiting.popleft())
 
+    def _drop_heard_copy(self, member: SimNode, frame: bytes) -> None:
+        """A radio backing off (listen before talk) that hears the very frame it waits to
+        send drops its copy: the neighbours just heard it (the dongle firmware does the
+        same)."""
+        for i, out in enumerate(member.waiting):
+            if (out if isinstance(out, bytes) else out.frame) == frame:
+                del member.waiting[i]
+                self.stats.lbt_dropped += 1
+                kind = None if isinstance(out, bytes) else out.kind.value
+                self._record(Record(self.now, member.name, Direction.DROP, LORA_FACE, frame,
+                                    kind, reason=HEARD_WHILE_WAITING))
+                return
+
     def _start_tx(self, member: SimNode, out: Outgoing | bytes) -> None:
         assert member.radio is not None
         frame = out if isinstance(out, bytes) else out.frame
@@ -397,6 +412,8 @@ class Simulation:
                                     reason=rc.drop, rssi=rssi, snr=snr))
                 continue
             self.stats.receptions += 1
+            if member.lbt is not None and member.waiting:
+                self._drop_heard_copy(member, tx.frame)
             node = member.node
             if node is None:
                 self._record(Record(now, member.name, Direction.RX, LORA_FACE, tx.frame,

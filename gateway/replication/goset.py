@@ -80,6 +80,13 @@ class GosetSync:
         self._next_round = 0.0
         self._round_done = False
         self._heard_consistent = 0
+        # without Trickle resets on claims: an extra round soon after a difference shows
+        # (a claim unlike ours, a request under a GOSET not ours), at most one per
+        # ``goset_respond_holdoff``
+        self._respond_at: float | None = None
+        self._respond_claim = False  # the response includes our full claim
+        self._added_at = float("-inf")  # when the set last grew
+        self._responded_at = float("-inf")
         # counters
         self.rounds = 0
         self.claims_suppressed = 0
@@ -123,6 +130,7 @@ class GosetSync:
         self.keys.insert(pos, key)
         self._index = {k: i for i, k in enumerate(self.keys)}
         self._state ^= int.from_bytes(key, "big")
+        self._added_at = now
         self.added.append(key)
         if self.policy.novelties and announce:
             self._novelty_queue.append(key)
@@ -170,6 +178,8 @@ class GosetSync:
         pend.faces.add(face)
         if self.policy.goset_reset_on_claim:
             self._inconsistent(now)
+        else:
+            self.respond_soon(now)
 
     def _trim_pending(self) -> None:
         if len(self._pending) > self.policy.pending_max:
@@ -203,18 +213,42 @@ class GosetSync:
             self._interval_end = now + period
             self._next_round = now  # a fixed-period round opens its period
 
+    def respond_soon(self, now: float, *, claim: bool = False) -> None:
+        """A neighbour's set differs from ours: answer its pending claims (asks and
+        helps) and, with ``claim``, send our full claim, in a while (keys in flight as
+        novelties land meanwhile, and a difference that has gone sends nothing), at most
+        once per ``goset_respond_holdoff``; the Trickle interval stays."""
+        if self._interval_end is None:
+            return
+        self._respond_claim |= claim
+        if self._respond_at is not None:
+            return
+        p = self.policy
+        self._respond_at = max(now + self._rng.uniform(0.5, 1.0) * p.goset_respond_delay,
+                               self._responded_at + p.goset_respond_holdoff)
+
     def deadline(self) -> float | None:
         """When :meth:`on_timer` next has work; None while the set is empty."""
         if self._interval_end is None:
             return None
-        return self._interval_end if self._round_done else self._next_round
+        t = self._interval_end if self._round_done else self._next_round
+        return t if self._respond_at is None else min(t, self._respond_at)
 
     def on_timer(self, now: float) -> list[GosetOut]:
         """Run a round if one is due; return the packets it sends."""
         if self._interval_end is None:
             return []
         out: list[GosetOut] = []
-        if not self._round_done and now >= self._next_round:
+        if self._respond_at is not None and now >= self._respond_at:
+            self._respond_at, self._responded_at = None, now
+            if now - self._added_at < self.policy.goset_respond_delay:
+                pass  # keys are still arriving: what differed may be on its way to both
+            elif self._respond_claim:
+                out = self._round()
+            else:
+                out = self._answer_pending()
+            self._respond_claim = False
+        elif not self._round_done and now >= self._next_round:
             self._round_done = True
             out = self._round()
         if self._round_done and now >= self._interval_end:

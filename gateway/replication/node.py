@@ -51,7 +51,9 @@ log = logging.getLogger(__name__)
 
 _MIN_FRAME = DMX_LEN + 1
 _RECENT_MAX = 2048  # data packets remembered as held, to tell a neighbour's news from echoes
-_ORPHANS_MAX = 64  # unplaced packet-sized frames kept in case their predecessor comes next
+_COPIES_KEPT = 64  # items whose copies are counted until they make way (mesh density)
+_ORPHANS_MAX = 64
+_ORPHAN_LIFE = 600.0  # seconds an unplaced frame is kept at most once it prompted a claim  # unplaced packet-sized frames kept in case their predecessor comes next
 
 
 @dataclass(slots=True)
@@ -69,14 +71,17 @@ class NodeStats:
     relays_cancelled: int = 0  # relays given up: enough neighbours sent the same packet
     relays_stale: int = 0  # relays given up: the budget held them past ``push_stale``
     orphans_adopted: int = 0  # kept frames stored once their predecessor arrived
+    no_echo: int = 0  # our relays of entries that no neighbour relayed on
+    relays_declined: int = 0  # relays left to others in a dense neighbourhood
     hints: int = 0  # requests brought forward by a frame we could not place
     pushed: int = 0  # frames sent unasked (push faces)
     answered: int = 0  # frames sent in answer to a WANT/CHNK on push faces
 
 
 class _FaceState:
-    __slots__ = ("budget", "builder", "face", "heard_requests", "jittered", "next_tx", "queue",
-                 "relays", "set_builders", "set_next", "set_turn", "timer")
+    __slots__ = ("budget", "builder", "copies", "density", "echoes", "face", "heard_requests",
+                 "jittered", "next_tx", "queue", "relays", "set_builders", "set_next",
+                 "set_turn", "timer")
 
     def __init__(self, face: Face, timer: RequestTimer | RepairTimer, builder: RequestBuilder,
                  relays: RelayQueue | None = None) -> None:
@@ -85,6 +90,12 @@ class _FaceState:
         # WANT/CHNK heard from neighbours since our last request round (push faces): ours
         # would say the same, and the answers to theirs reach us too
         self.heard_requests: set[bytes] = set()
+        # entries we relayed, until a neighbour's relay of them is heard (or the time)
+        self.echoes: dict[bytes, float] = {}
+        # copies heard of the items we took lately (push faces), and their running mean:
+        # how many neighbours relay what we hear, i.e. how dense the mesh is around us
+        self.copies: OrderedDict[bytes, int] = OrderedDict()
+        self.density = 1.0
         self.builder = builder
         self.set_builders: dict[str, RequestBuilder] = {}  # bound set name -> its builder
         self.set_turn = 0  # budgeted faces: whose turn it is among the bound sets
@@ -136,17 +147,18 @@ class Node:
         # packet-sized frames we could not place, newest last (push policies): relays of
         # one item by different neighbours arrive in any order, and a chunk heard before
         # its entry (or an entry before its predecessor) is taken once that one is stored
-        self._orphans: OrderedDict[bytes, None] = OrderedDict()
-        # when a neighbour last showed it holds our GOSET (an equal claim, a WANT/CHNK
-        # under our DMX): until one does, nobody would understand our requests
-        self._agreed_at = float("-inf")
+        self._orphans: OrderedDict[bytes, float] = OrderedDict()  # -> when first heard
+        # the GOSET state (XOR) a neighbour last showed it holds too (an equal claim, a
+        # WANT/CHNK under our DMX): while ours differs, nobody understands our requests
+        self._agreed_state: bytes | None = None
+        self._differs_since = now  # when our GOSET last became one no neighbour confirmed
         self.stats = NodeStats()
         for fid in store.feeds():  # held already: nothing to announce
             if goset_filter is None or goset_filter(fid):
                 self.goset.add(fid, now, force=True, announce=False)
             self._arm(fid)
         self.goset.added.clear()
-        self._refresh_state()
+        self._refresh_state(now)
 
     # --- configuration ----------------------------------------------------------------
     def add_face(self, face: Face, now: float) -> None:
@@ -296,11 +308,12 @@ class Node:
         self._dmx_of[fid] = dmx
         self._entry_dmx[dmx] = fid
 
-    def _refresh_state(self) -> None:
+    def _refresh_state(self, now: float) -> None:
         state = self.goset.state
         if state == self._state:
             return
         self._state = state
+        self._differs_since = now
         self._want_dmx = want_dmx(state)
         self._chnk_dmx = chnk_dmx(state)
         for fs in self._faces.values():  # requests under the old state reach nobody now
@@ -315,7 +328,7 @@ class Node:
             self._arm(fid)
             self._push(now, Novelty(fid).encode(), FrameKind.NOVELTY, face, fid)
         self.goset.added.clear()
-        self._refresh_state()
+        self._refresh_state(now)
 
     # --- receiving ------------------------------------------------------------------
     def receive(self, now: float, face: str, frame: bytes, *,
@@ -348,6 +361,10 @@ class Node:
             return RxReport(FrameKind.UNKNOWN, Drop.TOO_LONG)
         if self.policy.suppress_overheard and fs.face.kind is FaceKind.BROADCAST:
             fs.queue.discard(packet)  # a neighbour said it already
+        if fs.echoes:
+            fs.echoes.pop(packet, None)
+        if packet in fs.copies:
+            fs.copies[packet] += 1
         if fs.relays is not None:
             near = self.policy.push_near_snr
             fs.relays.heard(packet, near is not None and self._snr is not None
@@ -373,10 +390,10 @@ class Node:
             pkt = decode_goset(packet)
         except PacketError:
             return RxReport(FrameKind.UNKNOWN, Drop.BAD_GOSET)
-        if isinstance(pkt, Claim) and pkt.cnt == len(self.goset) and pkt.xor == self._state:
-            self._agree(now)
         self.goset.on_packet(pkt, face, now)
         self._sync_goset(now, face if isinstance(pkt, Novelty) else None)
+        if isinstance(pkt, Claim) and pkt.cnt == len(self.goset) and pkt.xor == self._state:
+            self._agree(now)  # (also when the claim just brought us its missing keys)
         if isinstance(pkt, Claim):
             return RxReport(FrameKind.CLAIM)
         if isinstance(pkt, Novelty):
@@ -453,15 +470,29 @@ class Node:
                 if replica is not None and report.seq in replica.pending:
                     fs.timer.chain_check(now)  # its chunks should follow
         elif (self.policy.hint_unmatched and report.drop is Drop.NO_MATCH
+              and len(packet) < PACKET_LEN and not self._sets):
+            # a short frame under a DMX we do not know: a request under another GOSET
+            # (a neighbour holds keys we lack, or lacks ours): claim soon
+            self.goset.respond_soon(now, claim=True)
+        elif (self.policy.hint_unmatched and report.drop is Drop.NO_MATCH
               and len(packet) == PACKET_LEN and packet not in self._recent):
-            self._orphans[packet] = None
-            if len(self._orphans) > _ORPHANS_MAX:
-                self._orphans.popitem(last=False)
-            if self._agreed(now):
+            orphans = self._orphans
+            orphans.setdefault(packet, now)
+            if len(orphans) > _ORPHANS_MAX:
+                orphans.popitem(last=False)
+            first = next(iter(orphans.values()))
+            if now - first > self.policy.goset_respond_delay:
+                # frames that stay unplaceable through the repairs: entries of a feed we
+                # do not know (its novelty missed us) — compare sets with a claim soon
+                self.goset.respond_soon(now, claim=True)
+                while orphans and next(iter(orphans.values())) < now - _ORPHAN_LIFE:
+                    orphans.popitem(last=False)
+            if self._agreed(now) and isinstance(fs.timer, RepairTimer):
                 # an entry or chunk we could not place and do not hold: a neighbour has
-                # news (an entry after one we missed, a chunk of an entry we lack)
+                # news (an entry after one we missed, a chunk of an entry we lack); more
+                # such frames come while it lasts, so no retries
                 self.stats.hints += 1
-                fs.timer.rearm(now)
+                fs.timer.rearm(now, retries=False)
         return report
 
     def _adopt_orphans(self, now: float, fs: _FaceState, report: RxReport) -> None:
@@ -488,15 +519,16 @@ class Node:
     def _agree(self, now: float) -> None:
         """A neighbour holds our GOSET: requests are understood. If that is news (we
         just caught up with the set, or came back), ask at once what we lack."""
-        if self.policy.push and not self._agreed(now):
+        if (self.policy.push and not self._agreed(now)
+                and now - self._differs_since > self.policy.request_delay * 4):
             for fs in self._faces.values():
-                if fs.relays is not None:
-                    fs.timer.rearm(now)
-        self._agreed_at = now
+                if isinstance(fs.timer, RepairTimer):
+                    fs.timer.rearm(now, retries=False)
+        self._agreed_state = self._state
 
     def _agreed(self, now: float) -> bool:
-        """Has a neighbour shown lately that it holds the GOSET we hold?"""
-        return now - self._agreed_at <= self.policy.push_rtt_max
+        """Has a neighbour shown that it holds the GOSET we hold now?"""
+        return self._agreed_state == self._state
 
     def _remember(self, packet: bytes) -> None:
         recent = self._recent
@@ -526,8 +558,20 @@ class Node:
             if name == heard_on and p.push_near_snr is not None and self._snr is not None \
                     and self._snr >= p.push_near_snr:
                 continue  # heard from close by: our copy would reach few it did not
-            fs.relays.schedule(Relay(packet, kind, now + delay, int(name == heard_on),
-                                     fid, seq, cnr))
+            if name == heard_on:
+                fs.copies[packet] = 1
+                if len(fs.copies) > _COPIES_KEPT:
+                    fs.density += 0.05 * (fs.copies.popitem(last=False)[1] - fs.density)
+                if (p.push_gossip and fs.density > p.push_gossip
+                        and self._rng.random() * fs.density > p.push_gossip):
+                    # a dense neighbourhood: enough others relay it; we take our turn
+                    # with the share of relays the mesh needs from us
+                    self.stats.relays_declined += 1
+                    continue
+            heard = int(name == heard_on)
+            if kind is FrameKind.NOVELTY:  # cheap, and every frame of its feed needs it
+                heard -= p.push_novelty_extra
+            fs.relays.schedule(Relay(packet, kind, now + delay, heard, fid, seq, cnr))
 
     def _ingest(self, packet: bytes) -> RxReport:
         report = RxReport(FrameKind.UNKNOWN)
@@ -575,6 +619,8 @@ class Node:
         self._enqueue_goset(self.goset.on_timer(now))
         keys = self.goset.keys
         for fs in self._faces.values():
+            if fs.echoes:
+                self._check_echoes(now, fs)
             if not fs.timer.due(now):
                 continue
             if fs.budget is not None and self.policy.defer_requests:
@@ -597,6 +643,15 @@ class Node:
                 want = builder.want(bs.want_dmx, bs.keys, self.store)
                 self._queue_requests(fs, builder, want, bs.chnk_dmx, bs.keys, ":" + name)
             fs.heard_requests.clear()
+
+    def _check_echoes(self, now: float, fs: _FaceState) -> None:
+        """Entries we relayed that no neighbour relayed on: advertise our holdings."""
+        silent = [packet for packet, t in fs.echoes.items() if t <= now]
+        for packet in silent:
+            del fs.echoes[packet]
+        if silent and isinstance(fs.timer, RepairTimer) and self._agreed(now):
+            self.stats.no_echo += 1
+            fs.timer.advertise(now)
 
     def _sets_this_round(self, fs: _FaceState) -> list[tuple[str, BoundSet]]:
         """The bound sets to ask in this request round on face ``fs``.
@@ -698,6 +753,11 @@ class Node:
                 self.stats.relays_stale += 1
                 continue
             queue.put(Queued(r.packet, Priority.ANSWER, r.kind, None, r.fid, r.seq, r.cnr))
+            if not r.answer and r.kind is FrameKind.ENTRY:
+                # a neighbour that takes it relays it in turn: no echo, and our WANT
+                # soon shows what we hold, for whoever missed it (a sparse, lossy mesh)
+                fs.echoes[r.packet] = now + 4 * self.policy.push_window * fs.face.airtime(
+                    PACKET_LEN) + self.policy.request_delay
             if r.answer:
                 self.stats.answered += 1
             else:
@@ -717,6 +777,8 @@ class Node:
                 times.append(fs.timer.next_at)
             if (head := fs.queue.peek()) is not None:
                 times.append(fs.ready_at(head))
+            if fs.echoes:
+                times.append(min(fs.echoes.values()))
             if fs.relays is not None:
                 due = fs.relays.next_due()
                 if due is not None:

@@ -88,6 +88,10 @@ class Policy:
     # little more, so the relay is cancelled (the broadcast-storm literature's
     # distance-based scheme); None: copies only count
     push_near_snr: float | None = None
+    # in a neighbourhood where each item is heard from d > push_gossip neighbours (a
+    # running mean), relay only with probability push_gossip / d; 0: always
+    push_gossip: float = 0.0
+    push_novelty_extra: int = 0  # copies more than push_redundancy to cancel a novelty
     push_stale: float = 120.0  # seconds past its time after which a relay is dropped
     # ask soon after hearing an entry- or chunk-sized frame we could not place and did not
     # hold: a neighbour holds something we lack
@@ -100,6 +104,8 @@ class Policy:
     # a claim that differs from ours restarts the Trickle timer (RFC 6206); off under
     # push, where keys travel as pushed novelties and claims only repair, at their pace
     goset_reset_on_claim: bool = True
+    goset_respond_holdoff: float = 120.0  # without resets: seconds between extra rounds
+    goset_respond_delay: float = 60.0  # ... and from a difference to its round (at most)
     # the radio listens before it talks (channel activity detection, then a random
     # backoff while the channel is busy): a setting of the LoRa radio, which the gateway
     # passes to the dongle and the simulator models (firmware_sim.channel); the
@@ -155,11 +161,15 @@ DEFAULT = Policy(
     tx_jitter=2.0,
     defer_requests=True,
     push=True,
+    push_window=32.0,
     hint_unmatched=True,
     goset_reset_on_add=False,
     goset_reset_on_claim=False,
+    goset_respond_delay=15.0,
+    push_novelty_extra=1,
+    push_rtt_max=200.0,
     listen_before_talk=True,
-    request_delay=5.0,
+    request_delay=10.0,
 )
 
 # For links with no airtime to save (WebSocket, UDP on a LAN): the same protocol with

@@ -24,7 +24,10 @@ import random
 
 from .policy import Policy
 
-__all__ = ["RepairTimer"]
+__all__ = ["REPAIR_RETRIES", "RepairTimer"]
+
+REPAIR_RETRIES = 3  # requests after a hint that bring nothing, before the beacon pace
+CHAIN_WAIT = 4  # request delays from an entry to the CHNK for its chunks, if still missing
 
 
 class RepairTimer:
@@ -33,7 +36,8 @@ class RepairTimer:
     Two times: when the next WANT is due (``want_at``) and when a CHNK alone is
     (``chnk_at``); a round at or after ``want_at`` sends both."""
 
-    __slots__ = ("_arrived", "_rng", "_sent_at", "chnk_at", "policy", "rtt", "want_at")
+    __slots__ = ("_arrived", "_retries", "_rng", "_sent_at", "chnk_at", "policy", "rtt",
+                 "want_at")
 
     def __init__(self, policy: Policy, now: float, rng: random.Random, *,
                  first_within: float) -> None:
@@ -44,6 +48,7 @@ class RepairTimer:
         self.chnk_at = float("inf")
         self._sent_at: float | None = None
         self._arrived = False
+        self._retries = 0  # after a hint: requests left before falling back to the beacon
 
     @property
     def next_at(self) -> float:
@@ -65,6 +70,10 @@ class RepairTimer:
                 self.want_at = now + self.rtt
             elif not cycle_end:  # the rest of a large set, in the next window
                 self.want_at = now + p.rtt_initial
+            elif self._retries:  # a hint said a neighbour has more: the request or its
+                # answers may have been lost on the way; ask again, later each time
+                self._retries -= 1
+                self.want_at = now + p.request_delay * 2 ** (REPAIR_RETRIES - self._retries)
             else:  # the slow beacon
                 self.want_at = now + p.push_rtt_max * self._rng.uniform(0.5, 1.0)
         self.chnk_at = now + p.rtt_max if lacking else float("inf")
@@ -87,11 +96,20 @@ class RepairTimer:
         self.want_at = max(self.want_at, until)
         self.chnk_at = max(self.chnk_at, until)
 
-    def rearm(self, now: float) -> None:
-        """A hint: a neighbour holds more than we do. Ask after ``request_delay``."""
+    def rearm(self, now: float, *, retries: bool = True) -> None:
+        """A hint: a neighbour holds more than we do. Ask after ``request_delay``, and
+        (``retries``) again, up to ``REPAIR_RETRIES`` times, while nothing comes."""
         self.want_at = min(self.want_at, now + self.policy.request_delay)
+        if retries:
+            self._retries = REPAIR_RETRIES
+
+    def advertise(self, now: float) -> None:
+        """We relayed news that no neighbour relayed on (we waited for that): a WANT now
+        shows neighbours what we hold, and whoever lacks it asks."""
+        self.want_at = min(self.want_at, now)
 
     def chain_check(self, now: float) -> None:
         """An entry with a side chain arrived: ask for the chunks (a CHNK alone) if they
-        have not come ``request_delay`` from now."""
-        self.chnk_at = min(self.chnk_at, now + self.policy.request_delay)
+        have not come ``CHAIN_WAIT`` x ``request_delay`` from now (relays of a chunk
+        wait for their turn, for the budget and for a quiet channel)."""
+        self.chnk_at = min(self.chnk_at, now + CHAIN_WAIT * self.policy.request_delay)
