@@ -370,17 +370,18 @@ class Simulation:
                 member.lbt_tries = 0
             self._start_tx(member, member.waiting.popleft())
 
-    def _drop_heard_copy(self, member: SimNode, frame: bytes) -> None:
+    def _drop_heard_copy(self, member: SimNode, frame: bytes, rssi: float,
+                         snr: float) -> None:
         """A radio backing off (listen before talk) that hears the very frame it waits to
-        send drops its copy: the neighbours just heard it (the dongle firmware does the
-        same)."""
+        send drops its copy: the neighbours just heard it. The drop record carries the
+        copy's signal."""
         for i, out in enumerate(member.waiting):
             if (out if isinstance(out, bytes) else out.frame) == frame:
                 del member.waiting[i]
                 self.stats.lbt_dropped += 1
                 kind = None if isinstance(out, bytes) else out.kind.value
                 self._record(Record(self.now, member.name, Direction.DROP, LORA_FACE, frame,
-                                    kind, reason=HEARD_WHILE_WAITING))
+                                    kind, reason=HEARD_WHILE_WAITING, rssi=rssi, snr=snr))
                 return
 
     def _start_tx(self, member: SimNode, out: Outgoing | bytes) -> None:
@@ -413,7 +414,7 @@ class Simulation:
                 continue
             self.stats.receptions += 1
             if member.lbt is not None and member.waiting:
-                self._drop_heard_copy(member, tx.frame)
+                self._drop_heard_copy(member, tx.frame, rssi, snr)
             node = member.node
             if node is None:
                 self._record(Record(now, member.name, Direction.RX, LORA_FACE, tx.frame,

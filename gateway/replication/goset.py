@@ -86,7 +86,7 @@ class GosetSync:
         self._respond_at: float | None = None
         self._respond_claim = False  # the response includes our full claim
         self._added_at = float("-inf")  # when the set last grew
-        self._responded_at = float("-inf")
+        self._respond_ok = float("-inf")  # no response round before this time
         # counters
         self.rounds = 0
         self.claims_suppressed = 0
@@ -225,7 +225,7 @@ class GosetSync:
             return
         p = self.policy
         self._respond_at = max(now + self._rng.uniform(0.5, 1.0) * p.goset_respond_delay,
-                               self._responded_at + p.goset_respond_holdoff)
+                               self._respond_ok)
 
     def deadline(self) -> float | None:
         """When :meth:`on_timer` next has work; None while the set is empty."""
@@ -240,14 +240,19 @@ class GosetSync:
             return []
         out: list[GosetOut] = []
         if self._respond_at is not None and now >= self._respond_at:
-            self._respond_at, self._responded_at = None, now
-            if now - self._added_at < self.policy.goset_respond_delay:
+            self._respond_at = None
+            p = self.policy
+            if now - self._added_at < p.goset_respond_delay:
                 pass  # keys are still arriving: what differed may be on its way to both
             elif self._respond_claim:
                 out = self._round()
             else:
                 out = self._answer_pending()
             self._respond_claim = False
+            # a difference that lasts gets the next response soon (a set far apart takes
+            # many asks and helps); one that had gone by itself, only after the holdoff
+            self._respond_ok = now + (2 * p.goset_interval_min if out
+                                      else p.goset_respond_holdoff)
         elif not self._round_done and now >= self._next_round:
             self._round_done = True
             out = self._round()

@@ -441,8 +441,8 @@ class Node:
             if relays is not None:
                 # on a push face an answer waits a little, past the asker's own request
                 # burst, and one copy heard from another neighbour cancels it
-                span = self.policy.push_window * fs.face.airtime(len(a.packet))
-                delay = self._rng.uniform(min(span, fs.face.airtime(len(a.packet))), span)
+                air = fs.face.airtime(len(a.packet))
+                delay = self._rng.uniform(air, max(air, self.policy.answer_window * air))
                 if relays.schedule(Relay(a.packet, kind, now + delay,
                                          relays.redundancy - 1, a.fid, a.seq, a.cnr, True)):
                     queued += 1
@@ -732,24 +732,30 @@ class Node:
         self.stats.queue_dropped = sum(fs.queue.dropped for fs in self._faces.values())
         return out
 
-    def _relay_ready(self, fs: _FaceState, now: float) -> float:
-        """When relays may next move into the send queue: when it has room and the
-        airtime budget allows a frame (till then they wait where copies still cancel
-        them); inf: not while the queue is full."""
+    def _relay_ready(self, fs: _FaceState, relay: Relay, now: float) -> float:
+        """When ``relay`` may move into the send queue: once due, with room in the queue
+        and airtime in the budget (till then it waits where copies still cancel it);
+        inf: not while the queue is full, or never (too long for the budget)."""
         if len(fs.queue) >= fs.queue.capacity:
             return float("inf")
+        t = max(now, relay.due)
         if fs.budget is None:
-            return now
-        return fs.budget.earliest(now, fs.face.airtime(PACKET_LEN))
+            return t
+        return fs.budget.earliest(t, fs.face.airtime(len(relay.packet)))
 
     def _release_relays(self, now: float, fs: _FaceState) -> None:
         """Move due relays into the send queue while it has room and the budget allows;
-        drop those that waited so long that the neighbours have them by now."""
+        drop those that waited so long that the neighbours have them by now, and those
+        the budget can never carry."""
         relays, queue = fs.relays, fs.queue
         assert relays is not None
         stale = now - self.policy.push_stale
-        while self._relay_ready(fs, now) <= now and (r := relays.pop_due(now)) is not None:
-            if r.due < stale:
+        while (r := relays.peek()) is not None and r.due <= now:
+            ready = self._relay_ready(fs, r, now)
+            if ready > now and not (ready == float("inf") and len(queue) < queue.capacity):
+                break
+            relays.pop()
+            if r.due < stale or ready > now:
                 self.stats.relays_stale += 1
                 continue
             queue.put(Queued(r.packet, Priority.ANSWER, r.kind, None, r.fid, r.seq, r.cnr))
@@ -779,9 +785,7 @@ class Node:
                 times.append(fs.ready_at(head))
             if fs.echoes:
                 times.append(min(fs.echoes.values()))
-            if fs.relays is not None:
-                due = fs.relays.next_due()
-                if due is not None:
-                    times.append(max(due, self._relay_ready(fs, due)))
+            if fs.relays is not None and (head := fs.relays.peek()) is not None:
+                times.append(self._relay_ready(fs, head, head.due))
         finite = [t for t in times if t != float("inf")]
         return min(finite) if finite else None

@@ -92,6 +92,9 @@ class Policy:
     # running mean), relay only with probability push_gossip / d; 0: always
     push_gossip: float = 0.0
     push_novelty_extra: int = 0  # copies more than push_redundancy to cancel a novelty
+    # push faces: an answer waits U(1, answer_window) airtimes (past the asker's request
+    # burst; a copy from another neighbour meanwhile cancels it)
+    answer_window: float = 4.0
     push_stale: float = 120.0  # seconds past its time after which a relay is dropped
     # ask soon after hearing an entry- or chunk-sized frame we could not place and did not
     # hold: a neighbour holds something we lack
@@ -169,7 +172,7 @@ DEFAULT = Policy(
     push_novelty_extra=1,
     push_rtt_max=200.0,
     listen_before_talk=True,
-    request_delay=10.0,
+    request_delay=5.0,
 )
 
 # For links with no airtime to save (WebSocket, UDP on a LAN): the same protocol with

@@ -108,16 +108,14 @@ class RelayQueue:
             heapq.heappop(heap)
         return None
 
-    def next_due(self) -> float | None:
-        """When the first packet is due; None when nothing waits."""
-        head = self._head()
-        return head.due if head is not None else None
+    def peek(self) -> Relay | None:
+        """The packet due first; None when nothing waits."""
+        return self._head()
 
-    def pop_due(self, now: float) -> Relay | None:
-        """The first packet if it is due now."""
+    def pop(self) -> Relay:
+        """Take the packet due first (there must be one)."""
         head = self._head()
-        if head is None or head.due > now:
-            return None
+        assert head is not None
         heapq.heappop(self._heap)
         del self._items[head.packet]
         return head

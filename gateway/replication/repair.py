@@ -69,7 +69,7 @@ class RepairTimer:
             if self._arrived:  # it paid: pull on at the pace the answers came
                 self.want_at = now + self.rtt
             elif not cycle_end:  # the rest of a large set, in the next window
-                self.want_at = now + p.rtt_initial
+                self.want_at = now + min(self.rtt, p.rtt_initial)
             elif self._retries:  # a hint said a neighbour has more: the request or its
                 # answers may have been lost on the way; ask again, later each time
                 self._retries -= 1
