@@ -16,6 +16,7 @@ from typing import Any
 from gateway.capture import CaptureWriter, Direction, Record
 from gateway.replication.policy import preset
 
+from .bound import lower_bound
 from .engine import RecordSink, Simulation, derive_seed
 from .isp_run import attach_isp, format_isp_report
 from .links import LinkKind
@@ -113,7 +114,12 @@ def build(scenario: Scenario, *, seed: int | None = None, policy: str | None = N
 def capture_meta(scenario: Scenario, seed: int, policy: str) -> dict[str, Any]:
     """The free keys of the capture header."""
     p = scenario.radio.params
-    return {"scenario": scenario.name, "seed": seed, "policy": policy,
+    bound = lower_bound(scenario, ((p.author, p.size) for p in publications(scenario, seed)))
+    extra: dict[str, Any] = {}
+    if bound is not None:
+        extra = {"airtime_lower_bound_s": round(bound.seconds, 6),
+                 "lower_bound_broadcasts": bound.broadcasts, "lower_bound_items": bound.items}
+    return {**extra, "scenario": scenario.name, "seed": seed, "policy": policy,
             "profile": scenario.radio.profile, "sf": p.sf, "bandwidth_hz": p.bandwidth_hz,
             "frequency_hz": p.frequency_hz, "tx_power_dbm": p.tx_power_dbm,
             "duty_cycle": scenario.radio.duty_cycle, "path_loss": scenario.radio.path_loss.name,

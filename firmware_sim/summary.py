@@ -190,6 +190,12 @@ def format_summary(s: Summary) -> str:
         limit = f"duty-cycle limit {duty:.1%} of any hour = {duty * 3600:.0f} s" if duty else ""
         note = f" ({rate}{limit})" if rate or limit else ""
         lines.append(f"airtime per node: {total_air / c.nodes:.1f} s in {hours:.2f} h{note}")
+    bound = m.get("airtime_lower_bound_s")
+    if bound and total_air > 0:
+        lines.append(f"airtime lower bound: {bound:.1f} s ({m.get('lower_bound_broadcasts')} "
+                     f"broadcasts of {m.get('lower_bound_items')} items, docs/simulator.md); "
+                     f"this run spent {total_air / bound:.1f}x that: efficiency "
+                     f"{bound / total_air:.1%}")
     lines.append("")
     lines.append(f"frames received: {s.rx_frames}; collisions: {s.collisions}")
     if s.drops:

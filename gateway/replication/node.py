@@ -25,7 +25,7 @@ from ..wire.crc import add_crc, strip_crc
 from ..wire.entry import DMX_LEN, PACKET_LEN, Entry, FeedKey, hash20
 from ..wire.errors import FrameError, PacketError, WireError
 from ..wire.goset import GOSET_DMX, Claim, Novelty, chnk_dmx, decode_goset, want_dmx
-from ..wire.want import decode_chnk, decode_want
+from ..wire.want import decode_chnk, decode_want, encode_want
 from .events import (
     ChainComplete,
     Drop,
@@ -152,6 +152,8 @@ class Node:
         # WANT/CHNK under our DMX): while ours differs, nobody understands our requests
         self._agreed_state: bytes | None = None
         self._differs_since = now  # when our GOSET last became one no neighbour confirmed
+        self._doubt_at = float("-inf")  # when a neighbour last showed a set unlike ours
+        self._hello_ok = float("-inf")  # an empty set's WANT not before (see _on_data)
         self.stats = NodeStats()
         for fid in store.feeds():  # held already: nothing to announce
             if goset_filter is None or goset_filter(fid):
@@ -392,9 +394,11 @@ class Node:
             return RxReport(FrameKind.UNKNOWN, Drop.BAD_GOSET)
         self.goset.on_packet(pkt, face, now)
         self._sync_goset(now, face if isinstance(pkt, Novelty) else None)
-        if isinstance(pkt, Claim) and pkt.cnt == len(self.goset) and pkt.xor == self._state:
-            self._agree(now)  # (also when the claim just brought us its missing keys)
         if isinstance(pkt, Claim):
+            if pkt.cnt == len(self.goset) and pkt.xor == self._state:
+                self._agree(now)  # (also when the claim just brought us its missing keys)
+            else:
+                self._doubt_at = now
             return RxReport(FrameKind.CLAIM)
         if isinstance(pkt, Novelty):
             return RxReport(FrameKind.NOVELTY, fid=pkt.key)
@@ -473,7 +477,14 @@ class Node:
               and len(packet) < PACKET_LEN and not self._sets):
             # a short frame under a DMX we do not know: a request under another GOSET
             # (a neighbour holds keys we lack, or lacks ours): claim soon
+            self._doubt_at = now
             self.goset.respond_soon(now, claim=True)
+            if not len(self.goset) and fs.relays is not None and now >= self._hello_ok:
+                # we hold no key to claim: an empty WANT is a request under a set unlike
+                # theirs, which makes them claim theirs (a node that joins late)
+                self._hello_ok = now + self.policy.goset_respond_holdoff
+                fs.queue.put(Queued(encode_want(self._want_dmx, 0, []), Priority.REQUEST,
+                                    FrameKind.WANT, "want"))
         elif (self.policy.hint_unmatched and report.drop is Drop.NO_MATCH
               and len(packet) == PACKET_LEN and packet not in self._recent):
             orphans = self._orphans
@@ -527,8 +538,14 @@ class Node:
         self._agreed_state = self._state
 
     def _agreed(self, now: float) -> bool:
-        """Has a neighbour shown that it holds the GOSET we hold now?"""
-        return self._agreed_state == self._state
+        """Do our neighbours hold the GOSET we hold now? Yes if one showed it (an equal
+        claim, a request under our DMX); also when ours has not changed for a while and
+        nothing showed a different one meanwhile (in a line, the middle node keeps its
+        claims to itself when both ends agree with it)."""
+        if self._agreed_state == self._state:
+            return True
+        settled = max(self._differs_since, self._doubt_at) + self.policy.goset_respond_delay
+        return now >= settled
 
     def _remember(self, packet: bytes) -> None:
         recent = self._recent

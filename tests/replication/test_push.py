@@ -1,0 +1,188 @@
+"""The default preset on radio faces: push relaying, counter suppression, repair on hints.
+
+Nodes on LoRa faces (airtime counted, CRC trailer) linked in memory under virtual time.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from gateway.replication import FrameKind, Node, Outgoing, preset
+from gateway.replication.events import Drop
+from gateway.replication.faces import Face
+from gateway.replication.relay import Relay, RelayQueue
+from gateway.store.memory import MemoryStore
+from gateway.wire.crc import add_crc
+from gateway.wire.entry import FeedKey, build_feed
+from gateway.wire.goset import Novelty
+from gateway.wire.lora import profile
+
+from .mesh import Fate, Mesh, converged
+
+DEFAULT = preset("default")
+REFERENCE = preset("reference")
+RADIO = Face.lora_radio("radio", profile("EU868.a"), duty_cycle=0.01)
+
+
+def key(n: int) -> FeedKey:
+    return FeedKey.from_seed(n.to_bytes(32, "big"))
+
+
+def radio_mesh(names: list[str], policy=DEFAULT, seed: int = 1) -> Mesh:
+    mesh = Mesh(rng=random.Random(seed), face=RADIO)
+    for name in names:
+        mesh.add(name, policy)
+    return mesh
+
+
+def count_tx(mesh: Mesh) -> Counter[tuple[str, str]]:
+    sent: Counter[tuple[str, str]] = Counter()
+
+    def on_tx(_t: float, src: str, out: Outgoing) -> None:
+        sent[(src, out.kind.value)] += 1
+
+    mesh.on_tx = on_tx
+    return sent
+
+
+def test_a_new_post_reaches_the_neighbours_by_push_alone() -> None:
+    mesh = radio_mesh(["a", "b", "c"])
+    mesh.link_all()
+    sent = count_tx(mesh)
+    k = key(1)
+    mesh.nodes["a"].publish(k, b"hello " * 30, mesh.now)  # an entry and two chunks
+    mesh.run_until(lambda: converged(list(mesh.nodes.values()), {k.fid: 1}), limit=60)
+    # nobody had to ask: the novelty, the entry and its chunks were pushed
+    assert not any(kind in ("want", "chnk") for (_, kind) in sent)
+    assert sent[("a", "entry")] == 1 and sent[("a", "chunk")] == 2
+    assert mesh.nodes["b"].store.read_content(k.fid, 1) == b"hello " * 30
+
+
+def test_a_relay_heard_from_a_neighbour_is_not_sent_again() -> None:
+    # four nodes that all hear each other: a's post reaches b, c and d at once; the first
+    # of them to relay it is heard by the other two, whose own relays are cancelled
+    mesh = radio_mesh(["a", "b", "c", "d"])
+    mesh.link_all()
+    sent = count_tx(mesh)
+    k = key(2)
+    mesh.nodes["a"].publish(k, b"x", mesh.now)
+    mesh.run_until(lambda: converged(list(mesh.nodes.values()), {k.fid: 1}), limit=60)
+    mesh.run_for(60)
+    relays = sum(n for (src, kind), n in sent.items() if kind == "entry" and src != "a")
+    assert relays == 1
+    assert sum(n.stats.relays_cancelled for n in mesh.nodes.values()) >= 2
+
+
+def test_an_idle_mesh_stays_quiet() -> None:
+    def idle_airtime(policy) -> float:
+        mesh = radio_mesh(["a", "b", "c", "d"], policy, seed=3)
+        for a, b in (("a", "b"), ("b", "c"), ("c", "d")):
+            mesh.link(a, b)
+        keys = [key(10 + i) for i in range(3)]
+        for i, k in enumerate(keys):
+            mesh.nodes["abcd"[i]].publish(k, b"post", mesh.now)
+        mesh.run_until(lambda: converged(list(mesh.nodes.values()),
+                                         {k.fid: 1 for k in keys}), limit=900)
+        mesh.run_for(600)  # let the news settle
+        before = sum(n.stats.airtime for n in mesh.nodes.values())
+        mesh.run_for(3600)
+        return sum(n.stats.airtime for n in mesh.nodes.values()) - before
+
+    quiet, polling = idle_airtime(DEFAULT), idle_airtime(REFERENCE)
+    assert quiet < 10.0  # seconds of airtime in an idle hour, the four nodes together
+    assert quiet < polling / 5
+
+
+def test_a_late_joiner_catches_up() -> None:
+    mesh = radio_mesh(["a", "b", "c"])
+    mesh.link_all()
+    keys = [key(20), key(21)]
+    for k, name in zip(keys, "ab", strict=True):
+        for i in range(4):
+            mesh.nodes[name].publish(k, b"entry %d " % i * 20, mesh.now)
+    want = {k.fid: 4 for k in keys}
+    mesh.run_until(lambda: converged(list(mesh.nodes.values()), want), limit=900)
+    mesh.run_for(1800)  # an hour later, long quiet, d comes along next to c only
+    mesh.add("d")
+    mesh.link("c", "d")
+    mesh.run_until(lambda: converged([mesh.nodes["d"]], want), limit=1800)
+
+
+def test_a_partition_heals() -> None:
+    mesh = radio_mesh(["a", "b", "c", "d"])
+    mesh.link("a", "b")
+    mesh.link("c", "d")
+    ka, kc = key(30), key(31)
+    mesh.nodes["a"].publish(ka, b"left " * 20, mesh.now)
+    mesh.nodes["c"].publish(kc, b"right " * 20, mesh.now)
+    mesh.run_for(1200)  # each half converges on its own
+    assert mesh.nodes["d"].store.get(ka.fid) is None
+    mesh.link("b", "c")
+    mesh.run_until(lambda: converged(list(mesh.nodes.values()), {ka.fid: 1, kc.fid: 1}),
+                   limit=1800)
+
+
+def test_an_entry_lost_on_the_way_is_fetched_after_a_hint() -> None:
+    # a - b - c in a line; the link b -> c drops every entry frame of the first post, so c
+    # hears its chunks without the entry: it keeps them, asks, and takes them once the
+    # entry comes
+    mesh = radio_mesh(["a", "b", "c"])
+    mesh.link("a", "b")
+    mesh.link("b", "c")
+    k = key(40)
+    entries = build_feed(k, [b"first", b"z" * 300])
+    mesh.nodes["a"].publish(k, b"first", mesh.now)
+    mesh.run_until(lambda: converged(list(mesh.nodes.values()), {k.fid: 1}), limit=300)
+    mesh.run_for(60)  # their claims agree: they know each other's requests
+
+    def lossy(_n: int, src: str, dst: str, frame: bytes) -> Fate:
+        lost = (src, dst) == ("b", "c") and frame[:-4] == entries[1].packet
+        return Fate(drop=lost and mesh.now < 120)
+
+    mesh.fate = lossy
+    mesh.nodes["a"].publish(k, b"z" * 300, mesh.now)
+    took = mesh.run_until(lambda: converged(list(mesh.nodes.values()), {k.fid: 2}), limit=600)
+    c = mesh.nodes["c"]
+    assert c.store.read_content(k.fid, 2) == b"z" * 300
+    assert c.stats.hints >= 1 and c.stats.orphans_adopted >= 1 and took < 300
+
+
+def test_a_chunk_heard_before_its_entry_is_kept_and_taken() -> None:
+    node = Node(MemoryStore(), policy=DEFAULT, rng=random.Random(1))
+    node.add_face(RADIO, 0.0)
+    k = key(50)
+    node.follow(k.fid, 0.0)
+    (entry,) = build_feed(k, [b"q" * 200])
+    first = node.receive(1.0, "radio", add_crc(entry.chunks[0]))
+    assert first.drop is Drop.NO_MATCH
+    second = node.receive(1.5, "radio", add_crc(entry.packet))
+    assert {(s.seq, s.cnr) for s in second.stored} == {(1, None), (1, 0)}
+    assert node.stats.orphans_adopted == 1
+
+
+def test_relays_of_one_feed_leave_in_order_whatever_their_delay() -> None:
+    q = RelayQueue(redundancy=2, capacity=8)
+    fid = bytes(32)
+    q.schedule(Relay(b"entry", FrameKind.ENTRY, 5.0, 1, fid, 1))
+    q.schedule(Relay(b"chunk", FrameKind.CHUNK, 1.0, 1, fid, 1, 0))  # drawn earlier
+    q.schedule(Relay(b"other", FrameKind.ENTRY, 2.0, 1, b"\x01" * 32, 1))
+    order = []
+    while (r := q.peek()) is not None:
+        order.append(q.pop().packet)
+    assert order == [b"other", b"entry", b"chunk"]
+    q.schedule(Relay(b"again", FrameKind.ENTRY, 0.0, 1, fid, 2))
+    q.heard(b"again")  # a second copy: the neighbourhood has it
+    assert b"again" not in q and q.cancelled == 1
+
+
+def test_a_novelty_is_pushed_at_once_without_waiting_for_a_goset_round() -> None:
+    node = Node(MemoryStore(), policy=DEFAULT, rng=random.Random(1))
+    node.add_face(RADIO, 0.0)
+    k = key(60)
+    node.receive(0.0, "radio", add_crc(Novelty(k.fid).encode()))
+    t, sent = 0.0, []
+    while t < 10.0:
+        sent += node.frames_to_send(t)
+        t = max(t + 0.01, node.next_deadline() or t + 1.0)
+    assert add_crc(Novelty(k.fid).encode()) in [o.frame for o in sent]
