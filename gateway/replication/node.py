@@ -72,7 +72,6 @@ class NodeStats:
     relays_stale: int = 0  # relays given up: the budget held them past ``push_stale``
     orphans_adopted: int = 0  # kept frames stored once their predecessor arrived
     no_echo: int = 0  # our relays of entries that no neighbour relayed on
-    relays_declined: int = 0  # relays left to others in a dense neighbourhood
     hints: int = 0  # requests brought forward by a frame we could not place
     pushed: int = 0  # frames sent unasked (push faces)
     answered: int = 0  # frames sent in answer to a WANT/CHNK on push faces
@@ -368,9 +367,7 @@ class Node:
         if packet in fs.copies:
             fs.copies[packet] += 1
         if fs.relays is not None:
-            near = self.policy.push_near_snr
-            fs.relays.heard(packet, near is not None and self._snr is not None
-                            and self._snr >= near)
+            fs.relays.heard(packet)
         dmx = packet[:DMX_LEN]
         if dmx == GOSET_DMX:
             return self._on_goset(now, face, packet)
@@ -411,16 +408,23 @@ class Node:
         except PacketError:
             return RxReport(FrameKind.WANT, Drop.BAD_REQUEST)
         keys = self.goset.keys if bound is None else bound.keys
-        slots = want.slots(len(keys))
-        if self.policy.rearm_on_hint:
-            for fndx, seq in slots:
-                replica = self.store.get(keys[fndx])
-                if replica is not None and seq - 1 > replica.max_seq:
-                    fs.timer.rearm(now)
-                    if bound is not None:
-                        fs.set_next = bound.name
-                    break
-        answers = answer_want(slots, keys, self.store, self.policy.credit)
+        store = self.store
+        wanted: list[tuple[int, int]] = []  # the slots we can answer
+        more = False  # a slot shows the peer holds more than we do
+        for fndx, seq in want.slots(len(keys)):
+            replica = store.get(keys[fndx])
+            if replica is None:
+                continue
+            top = replica.max_seq
+            if seq <= top:
+                wanted.append((fndx, seq))
+            elif seq - 1 > top:
+                more = True
+        if more and self.policy.rearm_on_hint:
+            fs.timer.rearm(now)
+            if bound is not None:
+                fs.set_next = bound.name
+        answers = answer_want(wanted, keys, store, self.policy.credit) if wanted else []
         if fs.relays is not None:
             fs.heard_requests.add(packet)
         return RxReport(FrameKind.WANT, answers=self._queue_answers(now, fs, answers))
@@ -572,19 +576,10 @@ class Node:
                                   + self._rng.uniform(0.0, 0.25))
             else:
                 delay = self._rng.uniform(0.0, window)
-            if name == heard_on and p.push_near_snr is not None and self._snr is not None \
-                    and self._snr >= p.push_near_snr:
-                continue  # heard from close by: our copy would reach few it did not
             if name == heard_on:
                 fs.copies[packet] = 1
                 if len(fs.copies) > _COPIES_KEPT:
                     fs.density += 0.05 * (fs.copies.popitem(last=False)[1] - fs.density)
-                if (p.push_gossip and fs.density > p.push_gossip
-                        and self._rng.random() * fs.density > p.push_gossip):
-                    # a dense neighbourhood: enough others relay it; we take our turn
-                    # with the share of relays the mesh needs from us
-                    self.stats.relays_declined += 1
-                    continue
             heard = int(name == heard_on)
             if kind is FrameKind.NOVELTY:  # cheap, and every frame of its feed needs it
                 heard -= p.push_novelty_extra
@@ -651,7 +646,16 @@ class Node:
             asks = not isinstance(fs.timer, RepairTimer) or fs.timer.wants(now)
             want = fs.builder.want(self._want_dmx, keys, self.store) if asks else None
             lacking = self.store.has_pending_chains() and self._agreed(now)
-            fs.timer.sent(now, fs.builder.cycle_end or not keys or not asks, lacking)
+            # a beacon says what a neighbour just said in the same words: it stays home;
+            # a request after a hint goes out anyway (whoever said the same may not reach
+            # the neighbour that holds the answer)
+            if isinstance(fs.timer, RepairTimer) and fs.timer.hinted:
+                fs.heard_requests.clear()
+            if isinstance(fs.timer, RepairTimer):
+                fs.timer.sent(now, fs.builder.cycle_end or not keys or not asks, lacking,
+                              fs.density)
+            else:
+                fs.timer.sent(now, fs.builder.cycle_end or not keys, lacking)
             self._queue_requests(fs, fs.builder, want, self._chnk_dmx, keys, "")
             for name, bs in self._sets_this_round(fs):
                 builder = fs.set_builders.get(name)

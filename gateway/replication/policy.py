@@ -84,13 +84,6 @@ class Policy:
     # managed flood); the last quarter of the window is random either way
     push_snr_low: float = -7.5
     push_snr_high: float = 10.0
-    # a copy heard at this SNR (dB) or stronger came from close by: ours would cover
-    # little more, so the relay is cancelled (the broadcast-storm literature's
-    # distance-based scheme); None: copies only count
-    push_near_snr: float | None = None
-    # in a neighbourhood where each item is heard from d > push_gossip neighbours (a
-    # running mean), relay only with probability push_gossip / d; 0: always
-    push_gossip: float = 0.0
     push_novelty_extra: int = 0  # copies more than push_redundancy to cancel a novelty
     # push faces: an answer waits U(1, answer_window) airtimes (past the asker's request
     # burst; a copy from another neighbour meanwhile cancels it)

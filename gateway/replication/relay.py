@@ -87,14 +87,13 @@ class RelayQueue:
         heapq.heapify(self._heap)
         self._feed_due = {r.fid: r.due for r in items.values() if r.fid is not None}
 
-    def heard(self, packet: bytes, near: bool = False) -> None:
-        """A copy of ``packet`` went by on the face; ``near``: from close by (a strong
-        signal), so that ours would reach hardly anybody it did not reach."""
+    def heard(self, packet: bytes) -> None:
+        """A copy of ``packet`` went by on the face."""
         relay = self._items.get(packet)
         if relay is None:
             return
         relay.heard += 1
-        if relay.heard >= self.redundancy or near:
+        if relay.heard >= self.redundancy:
             del self._items[packet]
             self.cancelled += 1
 

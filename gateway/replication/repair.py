@@ -36,8 +36,8 @@ class RepairTimer:
     Two times: when the next WANT is due (``want_at``) and when a CHNK alone is
     (``chnk_at``); a round at or after ``want_at`` sends both."""
 
-    __slots__ = ("_arrived", "_retries", "_rng", "_sent_at", "chnk_at", "policy", "rtt",
-                 "want_at")
+    __slots__ = ("_arrived", "_retries", "_rng", "_sent_at", "chnk_at", "hinted", "policy",
+                 "rtt", "want_at")
 
     def __init__(self, policy: Policy, now: float, rng: random.Random, *,
                  first_within: float) -> None:
@@ -49,6 +49,7 @@ class RepairTimer:
         self._sent_at: float | None = None
         self._arrived = False
         self._retries = 0  # after a hint: requests left before falling back to the beacon
+        self.hinted = False  # the round due asks because of a hint (not as a beacon)
 
     @property
     def next_at(self) -> float:
@@ -61,9 +62,12 @@ class RepairTimer:
         """Does the round due now include a WANT?"""
         return now >= self.want_at
 
-    def sent(self, now: float, cycle_end: bool = True, lacking: bool = False) -> None:
+    def sent(self, now: float, cycle_end: bool = True, lacking: bool = False,
+             neighbours: float = 1.0) -> None:
         """A request round went out now. ``cycle_end``: its WANT (if any) ended a pass
-        over the set; ``lacking``: a side chain is still unfinished."""
+        over the set; ``lacking``: a side chain is still unfinished; ``neighbours``: how
+        many neighbours relay what we hear (each of them beacons too, so ours may be
+        rarer in proportion)."""
         p = self.policy
         if now >= self.want_at:
             if self._arrived:  # it paid: pull on at the pace the answers came
@@ -75,10 +79,12 @@ class RepairTimer:
                 self._retries -= 1
                 self.want_at = now + p.request_delay * 2 ** (REPAIR_RETRIES - self._retries)
             else:  # the slow beacon
-                self.want_at = now + p.push_rtt_max * self._rng.uniform(0.5, 1.0)
-        self.chnk_at = now + p.rtt_max if lacking else float("inf")
+                self.want_at = now + (p.push_rtt_max * max(1.0, neighbours)
+                                      * self._rng.uniform(0.5, 1.0))
+        self.chnk_at = now + CHAIN_WAIT * p.request_delay if lacking else float("inf")
         self._sent_at = now
         self._arrived = False
+        self.hinted = self._retries > 0
 
     def arrival(self, now: float) -> None:
         """An entry or chunk arrived; it answers our request if it came within the round
@@ -100,6 +106,7 @@ class RepairTimer:
         """A hint: a neighbour holds more than we do. Ask after ``request_delay``, and
         (``retries``) again, up to ``REPAIR_RETRIES`` times, while nothing comes."""
         self.want_at = min(self.want_at, now + self.policy.request_delay)
+        self.hinted = True
         if retries:
             self._retries = REPAIR_RETRIES
 
@@ -107,6 +114,7 @@ class RepairTimer:
         """We relayed news that no neighbour relayed on (we waited for that): a WANT now
         shows neighbours what we hold, and whoever lacks it asks."""
         self.want_at = min(self.want_at, now)
+        self.hinted = True
 
     def chain_check(self, now: float) -> None:
         """An entry with a side chain arrived: ask for the chunks (a CHNK alone) if they
