@@ -41,7 +41,7 @@ from .faces import AirtimeBudget, Face, FaceKind, Priority, Queued, SendQueue
 from .goset import GosetOut, GosetSync
 from .policy import DEFAULT, Policy
 from .relay import Relay, RelayQueue
-from .repair import RepairTimer
+from .repair import CHAIN_WAIT, RepairTimer
 from .requests import Answer, RequestBuilder, RequestTimer, answer_chnk, answer_want
 from .sets import BoundSet
 
@@ -643,20 +643,24 @@ class Node:
                     fs.timer.postpone(free_at if free_at != float("inf")
                                       else now + self.policy.rtt_max)
                     continue
+            if self._budget_low(fs, now) and not self._sets:
+                # the budget runs low: what is left goes to relaying data, not to asking
+                # (bound sets get nothing pushed by others: they keep asking)
+                fs.timer.postpone(now + self.policy.request_delay * CHAIN_WAIT)
+                continue
             asks = not isinstance(fs.timer, RepairTimer) or fs.timer.wants(now)
             want = fs.builder.want(self._want_dmx, keys, self.store) if asks else None
             lacking = self.store.has_pending_chains() and self._agreed(now)
             # a beacon says what a neighbour just said in the same words: it stays home;
             # a request after a hint goes out anyway (whoever said the same may not reach
             # the neighbour that holds the answer)
-            if isinstance(fs.timer, RepairTimer) and fs.timer.hinted:
-                fs.heard_requests.clear()
+            hinted = isinstance(fs.timer, RepairTimer) and fs.timer.hinted
             if isinstance(fs.timer, RepairTimer):
                 fs.timer.sent(now, fs.builder.cycle_end or not keys or not asks, lacking,
                               fs.density)
             else:
                 fs.timer.sent(now, fs.builder.cycle_end or not keys, lacking)
-            self._queue_requests(fs, fs.builder, want, self._chnk_dmx, keys, "")
+            self._queue_requests(fs, fs.builder, want, self._chnk_dmx, keys, "", hinted)
             for name, bs in self._sets_this_round(fs):
                 builder = fs.set_builders.get(name)
                 if builder is None:
@@ -673,6 +677,13 @@ class Node:
         if silent and isinstance(fs.timer, RepairTimer) and self._agreed(now):
             self.stats.no_echo += 1
             fs.timer.advertise(now)
+
+    def _budget_low(self, fs: _FaceState, now: float) -> bool:
+        """Is less than ``push_reserve`` of a push face's airtime budget left?"""
+        reserve = self.policy.push_reserve
+        return (reserve > 0 and fs.budget is not None and fs.relays is not None
+                and fs.budget.used(now) > (1 - reserve) * fs.face.duty_cycle
+                * fs.face.duty_window)
 
     def _sets_this_round(self, fs: _FaceState) -> list[tuple[str, BoundSet]]:
         """The bound sets to ask in this request round on face ``fs``.
@@ -707,8 +718,9 @@ class Node:
         return None
 
     def _queue_requests(self, fs: _FaceState, builder: RequestBuilder, want: bytes | None,
-                        chnk_dmx_: bytes, keys: list[bytes], tag: str) -> None:
-        heard = fs.heard_requests
+                        chnk_dmx_: bytes, keys: list[bytes], tag: str,
+                        always: bool = False) -> None:
+        heard: set[bytes] = set() if always else fs.heard_requests
         if want is not None and want not in heard:
             fs.queue.put(Queued(want, Priority.REQUEST, FrameKind.WANT, "want" + tag))
         chnk = builder.chnk(chnk_dmx_, keys, self.store)

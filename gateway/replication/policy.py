@@ -88,6 +88,8 @@ class Policy:
     # push faces: an answer waits U(1, answer_window) airtimes (past the asker's request
     # burst; a copy from another neighbour meanwhile cancels it)
     answer_window: float = 4.0
+    # push faces: no requests while less than this share of the airtime budget is left
+    push_reserve: float = 0.0
     push_stale: float = 120.0  # seconds past its time after which a relay is dropped
     # ask soon after hearing an entry- or chunk-sized frame we could not place and did not
     # hold: a neighbour holds something we lack
@@ -164,6 +166,7 @@ DEFAULT = Policy(
     goset_respond_delay=15.0,
     push_novelty_extra=1,
     push_rtt_max=200.0,
+    push_reserve=0.3,
     listen_before_talk=True,
     request_delay=5.0,
 )

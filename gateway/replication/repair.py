@@ -77,11 +77,11 @@ class RepairTimer:
             elif self._retries:  # a hint said a neighbour has more: the request or its
                 # answers may have been lost on the way; ask again, later each time
                 self._retries -= 1
-                self.want_at = now + p.request_delay * 2 ** (REPAIR_RETRIES - self._retries)
+                self.want_at = now + self._delay() * 2 ** (REPAIR_RETRIES - self._retries)
             else:  # the slow beacon
                 self.want_at = now + (p.push_rtt_max * max(1.0, neighbours)
                                       * self._rng.uniform(0.5, 1.0))
-        self.chnk_at = now + CHAIN_WAIT * p.request_delay if lacking else float("inf")
+        self.chnk_at = now + CHAIN_WAIT * self._delay() if lacking else float("inf")
         self._sent_at = now
         self._arrived = False
         self.hinted = self._retries > 0
@@ -105,7 +105,7 @@ class RepairTimer:
     def rearm(self, now: float, *, retries: bool = True) -> None:
         """A hint: a neighbour holds more than we do. Ask after ``request_delay``, and
         (``retries``) again, up to ``REPAIR_RETRIES`` times, while nothing comes."""
-        self.want_at = min(self.want_at, now + self.policy.request_delay)
+        self.want_at = min(self.want_at, now + self._delay())
         self.hinted = True
         if retries:
             self._retries = REPAIR_RETRIES
@@ -120,4 +120,9 @@ class RepairTimer:
         """An entry with a side chain arrived: ask for the chunks (a CHNK alone) if they
         have not come ``CHAIN_WAIT`` x ``request_delay`` from now (relays of a chunk
         wait for their turn, for the budget and for a quiet channel)."""
-        self.chnk_at = min(self.chnk_at, now + CHAIN_WAIT * self.policy.request_delay)
+        self.chnk_at = min(self.chnk_at, now + CHAIN_WAIT * self._delay())
+
+    def _delay(self) -> float:
+        """``request_delay``, give or take half: neighbours that heard the same hint at
+        the same instant must not all ask at the next same instant."""
+        return self.policy.request_delay * self._rng.uniform(0.5, 1.5)
