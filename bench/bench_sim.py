@@ -8,8 +8,9 @@ Usage: ``python3 bench/bench_sim.py [--hours H] [--no-capture] [--profile-hours 
    per second, frames resolved at receivers per second, capture records and size.
 2. cProfile of one virtual hour of the same run (the second, past the start-up), top
    entries by own time.
-3. ``line-5`` and ``grid-25`` under ``--policy reference`` and ``--policy default``:
-   convergence time (from the capture) and total airtime.
+3. Every shipped scenario but city-100 (with ``--all``, city-100 too) under ``reference``
+   and ``default``: convergence, p95 entry spread, airtime, efficiency against the
+   airtime lower bound, collisions: the table in docs/replication.md.
 
 Target for (1): at most 60 s on a 2-core machine. A benchmark, not a test.
 """
@@ -82,19 +83,26 @@ def profile(hours: float) -> None:
                     for line in lines[start:] if line.strip()), flush=True)
 
 
-def policies() -> None:
-    for name in ("line-5", "grid-25"):
+def policies(names: list[str]) -> None:
+    print("| scenario | policy | converged | pairs complete | p95 entry spread | airtime "
+          "| lower bound | efficiency | collisions | wall |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name in names:
         scenario = load_scenario(name)
         for policy in ("reference", "default"):
             wall = time.perf_counter()
             summary = run_scenario(scenario, None, policy=policy)
             wall = time.perf_counter() - wall
             c = summary.convergence
-            took = f"{c.time:7.0f} s" if c.converged and c.time is not None else "     no"
+            took = f"{c.time:,.0f} s" if c.converged and c.time is not None else "no"
+            lat = sorted(c.latencies)
+            p95 = f"{lat[min(len(lat) - 1, int(0.95 * len(lat)))]:,.0f} s" if lat else "-"
             air = sum(summary.tx_airtime.values())
-            print(f"{name:8s} {policy:9s} converged {took}; airtime {air:6.0f} s in "
-                  f"{scenario.duration / 3600:g} h ({sum(summary.tx_frames.values())} frames, "
-                  f"{summary.collisions} collisions); wall {wall:.1f} s", flush=True)
+            bound = summary.meta.get("airtime_lower_bound_s")
+            eff = f"{bound / air:.1%}" if bound and air else "-"
+            low = f"{bound:,.1f} s" if bound else "-"
+            print(f"| {name} | {policy} | {took} | {c.share:.1%} | {p95} | {air:,.0f} s | "
+                  f"{low} | {eff} | {summary.collisions:,} | {wall:.1f} s |", flush=True)
 
 
 def main() -> int:
@@ -102,10 +110,12 @@ def main() -> int:
     ap.add_argument("--hours", type=float, default=24.0)
     ap.add_argument("--no-capture", action="store_true")
     ap.add_argument("--profile-hours", type=float, default=1.0)
+    ap.add_argument("--all", action="store_true", help="the table with city-100 too")
     args, _ = ap.parse_known_args()
     city(args.hours, not args.no_capture)
     profile(args.profile_hours)
-    policies()
+    names = ["line-5", "grid-25", "random-50", "islands-ip", "isp-islands"]
+    policies(names + (["city-100"] if args.all else []))
     return 0
 
 

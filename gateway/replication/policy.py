@@ -1,17 +1,19 @@
 """Replication policy as data: which feeds to replicate, timers, credits and budgets.
 
-Two presets ship:
+Three presets ship:
 
 * ``reference`` mimics the reference implementations (wire-compat.md section 4): GOSET
   rounds every 15 s, a full claim every round, no novelties, WANT and CHNK every
   ``rtt`` (4 s at most), 3 packets per request, WANT offset advancing by one.
-* ``default`` is ours, tuned to converge with less airtime: GOSET rounds follow a
-  Trickle timer (RFC 6206: the interval doubles while everybody agrees, our claim is
-  skipped when a neighbour already said the same, any disagreement resets it), new keys
-  are announced by 40-byte novelties, requests back off while nothing arrives and are
-  re-armed as soon as a neighbour shows it holds more, WANT offsets move past the feeds
-  just asked for, 5 packets per request, and queued packets that a neighbour already put
-  on a broadcast face are not sent again.
+* ``default`` is ours, built for a shared LoRa channel where airtime is scarce: on
+  broadcast faces every new entry, chunk and key is pushed once and relayed with
+  counter suppression (``relay.py``), WANT/CHNK only repair what the push missed, after
+  hints or as a slow beacon (``repair.py``), the GOSET stays quiet (keys travel as
+  pushed novelties, claims back off to half an hour and only repair), and the radio
+  listens before it talks. On point-to-point faces it polls (Trickle GOSET rounds,
+  requests backing off while nothing arrives, re-armed when a neighbour shows it holds
+  more). docs/replication.md describes each rule and what it measured.
+* ``ip`` is for links with no airtime to save: the same protocol, polling fast.
 """
 
 from __future__ import annotations
