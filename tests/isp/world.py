@@ -29,7 +29,8 @@ from gateway.wire.entry import FeedKey
 from ..replication.mesh import Fate, FateFn, Mesh, ideal
 
 FAST = DEFAULT.with_(name="fast", rtt_initial=0.5, rtt_max=2.0, tx_jitter=0.0, credit=8,
-                     goset_interval_min=1.0, goset_interval_max=8.0)
+                     goset_interval_min=1.0, goset_interval_max=8.0, request_delay=0.5,
+                     push_rtt_max=8.0)
 QUICK = ContractParams(farewell_delay=2.0)
 
 
