@@ -1,12 +1,12 @@
 """Feed logs on disk (and in memory for the simulator), and keys."""
 
-from .base import FeedInfo, FeedStore, StoreError, UnknownFeedError
+from .base import FeedInfo, FeedStore, LostTailError, StoreError, UnknownFeedError
 from .disk import DiskStore, StoreLockedError
 from .memory import MemoryStore
 from .replica import Frontier, PendingChain, Replica, StoredChunk, StoredEntry
 
 __all__ = [
-    "DiskStore", "FeedInfo", "FeedStore", "Frontier", "MemoryStore", "PendingChain",
+    "DiskStore", "FeedInfo", "FeedStore", "Frontier", "LostTailError", "MemoryStore", "PendingChain",
     "Replica", "StoreError", "StoreLockedError", "StoredChunk", "StoredEntry",
     "UnknownFeedError",
 ]

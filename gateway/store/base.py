@@ -33,6 +33,10 @@ class UnknownFeedError(StoreError):
     """A feed id the store does not hold."""
 
 
+class LostTailError(StoreError):
+    """Our own feed's log ends before an entry it once held: publishing would fork it."""
+
+
 @dataclass(slots=True, frozen=True)
 class FeedInfo:
     """What ``tinyssb feeds`` shows about a feed."""
@@ -179,6 +183,15 @@ class FeedStore(ABC):
     def publish(self, key: FeedKey, content: bytes, typ: int = TYPE_CHAIN20) -> Entry:
         """Sign ``content`` as the next entry of ``key``'s feed; durable before returning."""
         replica = self.add_feed(key.fid)
+        lost = replica.backend.lost_tail(replica.max_seq)
+        if lost is not None:
+            have = replica.max_seq
+            raise LostTailError(
+                f"own feed {key.fid.hex()[:16]}: the log verifies only to entry {have} but "
+                f"entry {lost[0]} was stored before; publishing would reuse seq {have + 1} "
+                f"(a fork), so it is refused. Run `tinyssb verify` for details; repair: run "
+                f"the gateway until peers return entries {have + 1}..{lost[0]} (publishing "
+                f"resumes then), or restore feeds/{key.fid.hex()} from a backup")
         entry = build_entry(key, replica.max_seq + 1, replica.prev, content, typ)
         replica.append_own(entry)
         return entry

@@ -29,7 +29,7 @@ import shutil
 import struct
 from pathlib import Path
 
-from ..wire.entry import PACKET_LEN, verify_entry
+from ..wire.entry import PACKET_LEN, genesis_prev, verify_entry
 from ..wire.errors import WireError
 from .base import FeedStore, StoreError
 from .replica import FeedBackend, Frontier, PendingChain, pending_of
@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 CHUNK_HEADER = struct.Struct(">II")
 CHUNK_RECORD_LEN = CHUNK_HEADER.size + PACKET_LEN  # 128
 FRONTIER_VERSION = 1
+QUARANTINE_DIR = "quarantine"  # inside a feed directory: damaged records, kept not deleted
 
 
 class StoreLockedError(StoreError):
@@ -88,19 +89,38 @@ class DiskFeed:
         self._dirty_chunks = False
         self._chunk_index: dict[int, list[int]] | None = None  # built on first read
         self._checkpointed = (-1, -1)  # (log_len, chunk_len) the frontier file describes
+        self.claim: tuple[int, bytes] | None = None  # see lost_tail()
 
     # --- opening and recovery ---------------------------------------------------------
     def recover(self) -> Frontier:
-        """Load the checkpoint and roll forward over (or cut off) what follows it."""
+        """Load the checkpoint and roll forward over (or cut off) what follows it.
+
+        The checkpoint is adopted only if the last entry it names verifies alone (its
+        ``before`` prev, its signature, its msg-id); otherwise the whole log is verified
+        from its start. If the verified log ends before an entry the checkpoint once
+        covered, that entry is remembered as the feed's *lost tail* (kept in the frontier
+        until the log reaches it again): our own feed must not sign that seq a second time.
+        """
         log_size = os.fstat(self.log_fd).st_size
         chunk_size = os.fstat(self.chunk_fd).st_size
+        raw_log, raw_chunks = log_size, chunk_size
         log_size -= log_size % PACKET_LEN  # a torn final record is ignored (and cut below)
         chunk_size -= chunk_size % CHUNK_RECORD_LEN
         loaded = self._load_frontier()
-        if loaded is None or loaded[1] > log_size or loaded[2] > chunk_size:
+        claim = self.claim
+        if loaded is not None:
+            checkpointed, log_from, chunk_from, claim = loaded
+            if log_from > log_size:
+                log.warning("feed %s: log holds %d entries, its checkpoint says %d; "
+                            "rebuilding from the log", self.fid.hex()[:16],
+                            log_size // PACKET_LEN, checkpointed.max_seq)
+                loaded = None
+            elif chunk_from > chunk_size or not self._tail_proven(checkpointed):
+                loaded = None
+        if loaded is None:
             frontier, log_from, chunk_from = Frontier.empty(self.fid), 0, 0
         else:
-            frontier, log_from, chunk_from = loaded
+            frontier = loaded[0]
         self.log_len = self._roll_entries(frontier, log_from, log_size)
         self.chunk_len = self._roll_chunks(frontier, chunk_from, chunk_size)
         cutting = (self.log_len, self.chunk_len) != (log_size, chunk_size)
@@ -115,31 +135,113 @@ class DiskFeed:
             self.chunk_len = self._roll_chunks(frontier, 0, chunk_size)
         if loaded is not None:
             self._checkpointed = (log_from, chunk_from)
+        self.claim = claim if claim is not None and claim[0] > frontier.max_seq else None
+        if self.claim is not None:
+            log.warning("feed %s: the log ends at entry %d, but entry %d was stored before "
+                        "(lost tail)", self.fid.hex()[:16], frontier.max_seq, self.claim[0])
         if not self.readonly:
-            self._truncate(self.log_fd, self.log_len)
-            self._truncate(self.chunk_fd, self.chunk_len)
+            self._cut(self.log_fd, "log", self.log_len, raw_log, PACKET_LEN)
+            self._cut(self.chunk_fd, "chunks", self.chunk_len, raw_chunks, CHUNK_RECORD_LEN,
+                      self._orphans_only(frontier.max_seq, raw_chunks))
             self.checkpoint(frontier, durable=True)
         return frontier
 
-    def _load_frontier(self) -> tuple[Frontier, int, int] | None:
+    def _tail_proven(self, frontier: Frontier) -> bool:
+        """Is entry ``max_seq`` of the log the one the checkpoint describes?"""
+        if frontier.max_seq == 0:
+            return frontier.prev == genesis_prev(self.fid)
+        if frontier.before is None:
+            return False  # a checkpoint without the proof: verify the whole log once
+        packet = os.pread(self.log_fd, PACKET_LEN, (frontier.max_seq - 1) * PACKET_LEN)
         try:
-            data = json.loads((self.path / "frontier").read_text())
+            entry = verify_entry(self.fid, frontier.max_seq, frontier.before, packet)
+        except WireError as exc:
+            log.warning("feed %s: entry %d does not match its checkpoint (%s); verifying "
+                        "the whole log", self.fid.hex()[:16], frontier.max_seq, exc)
+            return False
+        if entry.msg_id != frontier.prev:
+            log.warning("feed %s: checkpoint prev differs from entry %d; verifying the "
+                        "whole log", self.fid.hex()[:16], frontier.max_seq)
+            return False
+        return True
+
+    def quarantine(self, name: str, data: bytes) -> Path:
+        """Keep ``data`` (records cut off a log, a damaged file) in ``quarantine/``."""
+        qdir = self.path / QUARANTINE_DIR
+        qdir.mkdir(exist_ok=True)
+        n = 0
+        while (target := qdir / f"{name}.{n}").exists():
+            n += 1
+        write_atomic(target, data, durable=True)
+        log.warning("feed %s: kept %d damaged bytes in %s", self.fid.hex()[:16], len(data),
+                    target)
+        return target
+
+    def _orphans_only(self, max_seq: int, size: int) -> bool:
+        """Do the chunk records past ``chunk_len`` all belong to entries after the log's
+        end (chunks of a publish a crash interrupted, written before their entry)?"""
+        data = os.pread(self.chunk_fd, max(0, size - self.chunk_len), self.chunk_len)
+        return all(CHUNK_HEADER.unpack_from(data, off)[0] > max_seq
+                   for off in range(0, len(data) - CHUNK_RECORD_LEN + 1, CHUNK_RECORD_LEN))
+
+    def _cut(self, fd: int, name: str, keep: int, size: int, record: int,
+             crash_trace: bool = False) -> None:
+        """Cut a log file to ``keep`` bytes; whole records cut off go to quarantine first
+        (a torn final record or ``crash_trace``, what a crash leaves, is simply dropped)."""
+        if size <= keep:
+            return
+        if size - keep >= record and not crash_trace:
+            self.quarantine(f"{name}@{keep}", os.pread(fd, size - keep, keep))
+        self._truncate(fd, keep)
+
+    def _load_frontier(self) -> tuple[Frontier, int, int, tuple[int, bytes] | None] | None:
+        path = self.path / "frontier"
+        try:
+            data = json.loads(path.read_text())
             if data.get("version") != FRONTIER_VERSION:
                 return None
             pending = {int(seq): PendingChain(int(n), int(c), bytes.fromhex(h))
                        for seq, (n, c, h) in data["pending"].items()}
-            frontier = Frontier(int(data["max_seq"]), bytes.fromhex(data["prev"]), pending)
+            before = data.get("before")
+            frontier = Frontier(int(data["max_seq"]), bytes.fromhex(data["prev"]), pending,
+                                None if before is None else bytes.fromhex(before))
             log_bytes, chunk_bytes = int(data["log_bytes"]), int(data["chunk_bytes"])
+            claim = data.get("claim")
+            lost = None if claim is None else (int(claim[0]), bytes.fromhex(claim[1]))
         except FileNotFoundError:
             return None
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        except IsADirectoryError:
+            if not self.readonly:  # it would stop every checkpoint: move it aside
+                qdir = self.path / QUARANTINE_DIR
+                qdir.mkdir(exist_ok=True)
+                os.replace(path, qdir / f"frontier-dir.{os.getpid()}.{id(self)}")
+            log.warning("feed %s: frontier is a directory; rebuilding from the log",
+                        self.fid.hex()[:16])
+            return None
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError, OSError) as exc:
             log.warning("feed %s: frontier unreadable (%s); rebuilding from the log",
                         self.fid.hex()[:16], exc)
             return None
-        if log_bytes != frontier.max_seq * PACKET_LEN or len(frontier.prev) != 20:
+        if (frontier.max_seq < 0 or log_bytes != frontier.max_seq * PACKET_LEN
+                or len(frontier.prev) != 20 or chunk_bytes < 0
+                or chunk_bytes % CHUNK_RECORD_LEN
+                or (frontier.before is not None and len(frontier.before) != 20)
+                or any(not 1 <= seq <= frontier.max_seq or not 0 <= p.next_cnr < p.n_chunks
+                       or len(p.next_hash) != 20 for seq, p in pending.items())):
             log.warning("feed %s: frontier inconsistent; rebuilding", self.fid.hex()[:16])
             return None
-        return frontier, log_bytes, chunk_bytes
+        if lost is not None and (lost[0] <= 0 or len(lost[1]) != 20):
+            lost = None
+        if lost is None or lost[0] < frontier.max_seq:
+            lost = (frontier.max_seq, frontier.prev) if frontier.max_seq else None
+        return frontier, log_bytes, chunk_bytes, lost
+
+    def lost_tail(self, max_seq: int) -> tuple[int, bytes] | None:
+        """The last entry a checkpoint once covered, if the log has not reached it again
+        (records lost or cut as damaged): ``(seq, msg_id)``; None if nothing is lost."""
+        if self.claim is not None and self.claim[0] <= max_seq:
+            self.claim = None
+        return self.claim
 
     def _roll_entries(self, frontier: Frontier, start: int, end: int) -> int:
         pos = start
@@ -262,6 +364,7 @@ class DiskFeed:
     def checkpoint(self, frontier: Frontier, durable: bool) -> None:
         if self.readonly or self._checkpointed == (self.log_len, self.chunk_len):
             return
+        lost = self.lost_tail(frontier.max_seq)
         if durable:
             self.sync()  # the frontier must never cover records that are not durable
         data = {
@@ -273,6 +376,10 @@ class DiskFeed:
             "pending": {str(seq): [p.n_chunks, p.next_cnr, p.next_hash.hex()]
                         for seq, p in frontier.pending.items()},
         }
+        if frontier.before is not None:
+            data["before"] = frontier.before.hex()
+        if lost is not None:
+            data["claim"] = [lost[0], lost[1].hex()]
         write_atomic(self.path / "frontier", json.dumps(data).encode(), durable)
         self._checkpointed = (self.log_len, self.chunk_len)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import stat
 from pathlib import Path
@@ -12,7 +13,10 @@ from ..wire.ident import format_id
 from .base import StoreError
 from .disk import write_atomic
 
+log = logging.getLogger(__name__)
+
 KEY_FILE = "secret.json"
+OWN_ID_FILE = "own_id"  # public: the id of the feed secret.json signs, to notice its loss
 
 
 class KeyFileError(StoreError):
@@ -60,11 +64,46 @@ def load_key(path: Path) -> FeedKey:
     return key
 
 
+def _remember_own_id(data_dir: Path, key: FeedKey) -> None:
+    marker = data_dir / OWN_ID_FILE
+    text = format_id(key.fid) + "\n"
+    try:
+        if marker.read_text() == text:
+            return
+    except OSError:
+        pass
+    try:
+        write_atomic(marker, text.encode(), durable=True)
+    except OSError as exc:  # a read-only data directory: the key itself is fine
+        log.warning("cannot write %s (%s); a lost key file would go unnoticed", marker,
+                    exc.strerror)
+
+
 def load_or_create_key(data_dir: str | os.PathLike[str]) -> tuple[FeedKey, bool]:
-    """The key in ``data_dir``, created on first use; also says whether it is new."""
-    path = key_path(data_dir)
+    """The key in ``data_dir``, created on first use; also says whether it is new.
+
+    A key file that is gone (or a dangling link) while ``own_id`` shows that this data
+    directory had an identity is an error, never a reason to make a new identity: the
+    old own feed would lose its author and a new one would start beside it."""
+    root = Path(data_dir)
+    path = key_path(root)
+    if path.is_symlink() and not path.exists():
+        raise KeyFileError(f"key file {path} is a link to {os.readlink(path)}, which does not "
+                           "exist; restore that file (or remove the link)")
     if path.exists():
-        return load_key(path), False
+        key = load_key(path)
+        _remember_own_id(root, key)
+        return key, False
+    marker = root / OWN_ID_FILE
+    if marker.exists():
+        try:
+            own = marker.read_text().strip()
+        except OSError:
+            own = "?"
+        raise KeyFileError(
+            f"key file {path} is missing but this data directory belongs to {own}; restore "
+            f"{KEY_FILE} from your backup (to really start a new identity, remove {marker})")
     key = generate_key()
     save_key(path, key)
+    _remember_own_id(root, key)
     return key, True

@@ -43,6 +43,10 @@ class MemoryFeed:
             if not self.chunks[seq]:
                 del self.chunks[seq]
 
+    def lost_tail(self, max_seq: int) -> tuple[int, bytes] | None:
+        """Memory loses nothing it held (it has no checkpoint to disagree with)."""
+        return None
+
     def checkpoint(self, frontier: Frontier, durable: bool) -> None:
         """Nothing to do: memory holds the frontier already."""
 

@@ -39,6 +39,9 @@ class Frontier:
     max_seq: int
     prev: bytes
     pending: dict[int, PendingChain] = field(default_factory=dict)
+    # the prev of entry max_seq (None: unknown): with it the last entry can be verified
+    # alone, which proves that (max_seq, prev) is the tail of the log
+    before: bytes | None = None
 
     @classmethod
     def empty(cls, fid: bytes) -> Frontier:
@@ -47,6 +50,7 @@ class Frontier:
     def advance_entry(self, entry: Entry, pend: PendingChain | None) -> None:
         """Move past ``entry`` (verified as the next one), which still waits for the side
         chain ``pend`` (None: it is complete, or we hold its chunks)."""
+        self.before = entry.prev
         self.max_seq = entry.seq
         self.prev = entry.msg_id
         if pend is not None:
@@ -103,6 +107,7 @@ class FeedBackend(Protocol):
     def checkpoint(self, frontier: Frontier, durable: bool) -> None: ...
     def mark(self) -> tuple[int, int]: ...
     def rollback(self, mark: tuple[int, int]) -> None: ...
+    def lost_tail(self, max_seq: int) -> tuple[int, bytes] | None: ...
 
 
 def pending_of(entry_packet: bytes) -> PendingChain | None:

@@ -593,7 +593,9 @@ def frontier_json(**fields) -> bytes:
     frontier_json(max_seq=3, prev="00", log_bytes=360),  # prev of the wrong length
     frontier_json(max_seq="three", log_bytes=360),
     frontier_json(max_seq=3, log_bytes=999),  # log_bytes inconsistent with max_seq
-    frontier_json(max_seq=500, log_bytes=60000),  # beyond the end of the log
+    frontier_json(max_seq=-3, log_bytes=-360),  # negative (was: EINVAL naming no file)
+    frontier_json(max_seq=2, log_bytes=240, chunk_bytes=-128),
+    frontier_json(pending={"1": [-1, -2, "00" * 20]}),
     frontier_json(chunk_bytes=12800000),  # beyond the end of the chunks
     frontier_json(pending=[1, 2]),
     frontier_json(pending={"1": [1, 2]}),
@@ -622,6 +624,20 @@ def test_disk_frontier_lost_or_garbage_is_rebuilt_from_the_logs(tmp_path, garbag
     store = DiskStore(root)
     assert store.read_content(KEY_A.fid, len(a_entries) + 1) == b"next"
     store.close()
+
+
+def test_disk_frontier_that_is_a_directory_is_moved_aside_and_rebuilt(tmp_path):
+    root = tmp_path / "data"
+    _, a_entries, _ = disk_fixture_state(root)
+    path = feed_dir(root, KEY_A.fid) / "frontier"
+    path.unlink()
+    path.mkdir()
+    with DiskStore(root) as store:
+        assert store.info(KEY_A.fid).length == len(a_entries)
+        assert store.publish(KEY_A, b"next").seq == len(a_entries) + 1
+    assert path.is_file()
+    assert [p.name.startswith("frontier-dir") for p in
+            (feed_dir(root, KEY_A.fid) / "quarantine").iterdir()] == [True]
 
 
 def test_disk_plausible_but_wrong_frontier_does_not_cut_the_log(tmp_path):
