@@ -15,6 +15,7 @@ from pathlib import Path
 from . import __version__
 from .cli_gateway import add_gateway_commands
 from .cli_isp import add_isp_commands
+from .cli_verify import add_verify_command
 from .render import render_content
 from .runtime.control import ControlError
 from .runtime.control import request as control_request
@@ -483,6 +484,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_dongle_commands(sub)
     add_gateway_commands(sub, UserError, data_dir)
     add_isp_commands(sub, UserError, data_dir)
+    add_verify_command(sub, UserError, data_dir)
     from firmware_sim.cli import add_sim_commands  # the simulator rides on the same command
 
     add_sim_commands(sub)

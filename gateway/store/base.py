@@ -137,7 +137,10 @@ class FeedStore(ABC):
         if replica is None:
             raise UnknownFeedError(f"unknown feed {fid.hex()}")
         self._drop_backend(fid)  # first: if it fails, the store still holds the feed
-        del self._replicas[fid]
+        self._unregister(replica)
+
+    def _unregister(self, replica: Replica) -> None:
+        del self._replicas[replica.fid]
         for seq, pend in replica.pending.items():
             self._unexpect(pend.next_hash, replica, seq)
 
@@ -225,7 +228,8 @@ class FeedStore(ABC):
         try:
             return content_of(packet, chunks)
         except PacketError as exc:
-            raise StoreError(f"feed {fid.hex()} entry {seq} is damaged: {exc}") from exc
+            raise StoreError(f"feed {fid.hex()} entry {seq} is damaged on disk ({exc}); run "
+                             "`tinyssb verify --repair`") from exc
 
     def info(self, fid: bytes) -> FeedInfo:
         r = self.replica(fid)

@@ -90,9 +90,10 @@ class DiskFeed:
         self._chunk_index: dict[int, list[int]] | None = None  # built on first read
         self._checkpointed = (-1, -1)  # (log_len, chunk_len) the frontier file describes
         self.claim: tuple[int, bytes] | None = None  # see lost_tail()
+        self._claim_on_file = False
 
     # --- opening and recovery ---------------------------------------------------------
-    def recover(self) -> Frontier:
+    def recover(self, full: bool = False) -> Frontier:
         """Load the checkpoint and roll forward over (or cut off) what follows it.
 
         The checkpoint is adopted only if the last entry it names verifies alone (its
@@ -100,6 +101,7 @@ class DiskFeed:
         from its start. If the verified log ends before an entry the checkpoint once
         covered, that entry is remembered as the feed's *lost tail* (kept in the frontier
         until the log reaches it again): our own feed must not sign that seq a second time.
+        ``full`` verifies the whole log whatever the checkpoint says (``tinyssb verify``).
         """
         log_size = os.fstat(self.log_fd).st_size
         chunk_size = os.fstat(self.chunk_fd).st_size
@@ -115,7 +117,7 @@ class DiskFeed:
                             "rebuilding from the log", self.fid.hex()[:16],
                             log_size // PACKET_LEN, checkpointed.max_seq)
                 loaded = None
-            elif chunk_from > chunk_size or not self._tail_proven(checkpointed):
+            elif full or chunk_from > chunk_size or not self._tail_proven(checkpointed):
                 loaded = None
         if loaded is None:
             frontier, log_from, chunk_from = Frontier.empty(self.fid), 0, 0
@@ -137,7 +139,7 @@ class DiskFeed:
             self._checkpointed = (log_from, chunk_from)
         self.claim = claim if claim is not None and claim[0] > frontier.max_seq else None
         if self.claim is not None:
-            log.warning("feed %s: the log ends at entry %d, but entry %d was stored before "
+            (log.info if self._claim_on_file else log.warning)("feed %s: the log ends at entry %d, but entry %d was stored before "
                         "(lost tail)", self.fid.hex()[:16], frontier.max_seq, self.claim[0])
         if not self.readonly:
             self._cut(self.log_fd, "log", self.log_len, raw_log, PACKET_LEN)
@@ -207,6 +209,7 @@ class DiskFeed:
                                 None if before is None else bytes.fromhex(before))
             log_bytes, chunk_bytes = int(data["log_bytes"]), int(data["chunk_bytes"])
             claim = data.get("claim")
+            self._claim_on_file = claim is not None  # reported when it was found already
             lost = None if claim is None else (int(claim[0]), bytes.fromhex(claim[1]))
         except FileNotFoundError:
             return None
@@ -244,6 +247,16 @@ class DiskFeed:
         return self.claim
 
     def _roll_entries(self, frontier: Frontier, start: int, end: int) -> int:
+        pos, problem = self.verify_entries(frontier, start, end)
+        if problem is not None:
+            log.warning("feed %s: log record %d invalid (%s); cutting the log there",
+                        self.fid.hex()[:16], frontier.max_seq + 1, problem)
+        return pos
+
+    def verify_entries(self, frontier: Frontier, start: int, end: int
+                       ) -> tuple[int, str | None]:
+        """Advance ``frontier`` over the entry records in ``[start, end)`` of the log while
+        they verify; return where that stopped and why (None: all of them verified)."""
         pos = start
         if end > start:
             data = os.pread(self.log_fd, end - start, start)
@@ -254,14 +267,20 @@ class DiskFeed:
                     entry = verify_entry(self.fid, seq, frontier.prev, packet)
                     pend = pending_of(packet)
                 except WireError as exc:
-                    log.warning("feed %s: log record %d invalid (%s); cutting the log there",
-                                self.fid.hex()[:16], seq, exc)
-                    break
+                    return pos, str(exc)
                 frontier.advance_entry(entry, pend)
                 pos += PACKET_LEN
-        return pos
+        return pos, None
 
     def _roll_chunks(self, frontier: Frontier, start: int, end: int) -> int:
+        pos, problem = self.verify_chunks(frontier, start, end)
+        if problem is not None:
+            log.info("feed %s: %s; cutting the chunk log there", self.fid.hex()[:16], problem)
+        return pos
+
+    def verify_chunks(self, frontier: Frontier, start: int, end: int
+                      ) -> tuple[int, str | None]:
+        """Like :meth:`verify_entries` for the chunk records (hash chain of each entry)."""
         pos = start
         if end > start:
             data = os.pread(self.chunk_fd, end - start, start)
@@ -269,13 +288,13 @@ class DiskFeed:
                 seq, cnr = CHUNK_HEADER.unpack_from(data, off)
                 chunk = data[off + CHUNK_HEADER.size : off + CHUNK_RECORD_LEN]
                 pend = frontier.pending.get(seq)
-                if pend is None or pend.next_cnr != cnr or not frontier.chunk_fits(seq, chunk):
-                    log.info("feed %s: chunk record (seq %d, cnr %d) belongs to no entry; "
-                             "cutting the chunk log there", self.fid.hex()[:16], seq, cnr)
-                    break
+                if pend is None or pend.next_cnr != cnr:
+                    return pos, f"chunk record (seq {seq}, cnr {cnr}) belongs to no entry"
+                if not frontier.chunk_fits(seq, chunk):
+                    return pos, f"chunk {cnr} of entry {seq} does not match its hash"
                 frontier.advance_chunk(seq, chunk)
                 pos += CHUNK_RECORD_LEN
-        return pos
+        return pos, None
 
     def _truncate(self, fd: int, length: int) -> None:
         if os.fstat(fd).st_size != length:
@@ -444,6 +463,22 @@ class DiskStore(FeedStore):
         feed = DiskFeed(self._feed_dir(fid), fid, self.readonly)
         self._feeds[fid] = feed
         self._register(fid, feed, feed.recover())
+
+    def feed_files(self, fid: bytes) -> DiskFeed:
+        """The files of a feed held (for :mod:`.scrub`)."""
+        self.replica(fid)  # UnknownFeedError if not held
+        return self._feeds[fid]
+
+    def reopen_verified(self, fid: bytes) -> None:
+        """Verify feed ``fid`` from its start and cut it at its first damaged record
+        (what is cut goes to its quarantine); the replica starts over from what verified."""
+        if self.readonly:
+            raise StoreError("store opened read-only")
+        self._unregister(self.replica(fid))
+        self._feeds.pop(fid).close()
+        feed = DiskFeed(self._feed_dir(fid), fid, False)
+        self._feeds[fid] = feed
+        self._register(fid, feed, feed.recover(full=True))
 
     def _new_backend(self, fid: bytes) -> tuple[FeedBackend, Frontier]:
         if self.readonly:

@@ -281,6 +281,9 @@ def content_of(packet: bytes, chunks: list[bytes] | tuple[bytes, ...] = ()) -> b
     chain = parse_chain20(packet)
     if len(chunks) != chain.n_chunks:
         raise PacketError(f"entry needs {chain.n_chunks} chunks, got {len(chunks)}")
-    parts = [chain.head]
-    parts.extend(bytes(c[:CHUNK_CONTENT_LEN]) for c in chunks)
+    parts, ptr = [chain.head], chain.ptr
+    for chunk in chunks:  # a chunk damaged after it was stored must not pass as content
+        nxt = verify_chunk(ptr, chunk)
+        parts.append(bytes(chunk[:CHUNK_CONTENT_LEN]))
+        ptr = nxt
     return b"".join(parts)[: chain.length]
