@@ -20,7 +20,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
-from ..store.base import FeedStore
+from ..store.base import FeedStore, StoreError
 from ..wire.crc import add_crc, strip_crc
 from ..wire.entry import DMX_LEN, PACKET_LEN, Entry, FeedKey, hash20
 from ..wire.errors import FrameError, PacketError, WireError
@@ -53,6 +53,7 @@ _MIN_FRAME = DMX_LEN + 1
 _RECENT_MAX = 2048  # data packets remembered as held, to tell a neighbour's news from echoes
 _COPIES_KEPT = 64  # items whose copies are counted until they make way (mesh density)
 _ORPHANS_MAX = 64
+STORE_RETRY = 10.0  # s: after a failed store write (disk full), no ingest attempt this long
 _ORPHAN_LIFE = 600.0  # seconds an unplaced frame is kept at most once it prompted a claim  # unplaced packet-sized frames kept in case their predecessor comes next
 
 
@@ -154,6 +155,10 @@ class Node:
         self._doubt_at = float("-inf")  # when a neighbour last showed a set unlike ours
         self._hello_ok = float("-inf")  # an empty set's WANT not before (see _on_data)
         self.stats = NodeStats()
+        # why the store last failed to write (disk full, I/O error), None while it works:
+        # ingesting pauses (frames dropped as Drop.STORE) and is retried after STORE_RETRY
+        self.store_trouble: str | None = None
+        self._store_retry_at = float("-inf")
         for fid in store.feeds():  # held already: nothing to announce
             if goset_filter is None or goset_filter(fid):
                 self.goset.add(fid, now, force=True, announce=False)
@@ -294,8 +299,23 @@ class Node:
     def ingest(self, now: float, packet: bytes) -> list[Stored]:
         """One packet through the entry-DMX and chunk-hash tables, as if heard on a face
         (a packet tunnelled inside another feed's entry). Never raises."""
-        report = self._ingest(bytes(packet))
+        if now < self._store_retry_at:
+            return []
+        try:
+            report = self._ingest(bytes(packet))
+        except (StoreError, OSError) as exc:
+            report = self._store_failed(now, exc)
         return report.stored
+
+    def _store_failed(self, now: float, exc: Exception) -> RxReport:
+        """A store write failed: stop ingesting for STORE_RETRY (serving goes on)."""
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        if self.store_trouble is None:
+            log.warning("%s: store cannot write (%s); not storing what arrives for %g s, "
+                        "still serving", self.name, reason, STORE_RETRY)
+        self.store_trouble = reason
+        self._store_retry_at = now + STORE_RETRY
+        return RxReport(FrameKind.UNKNOWN, Drop.STORE)
 
     # --- tables ---------------------------------------------------------------------
     def _arm(self, fid: bytes) -> None:
@@ -338,7 +358,10 @@ class Node:
         Never raises on bad input."""
         self.stats.rx += 1
         self._snr = snr
-        report = self._receive(now, face, bytes(frame))
+        try:
+            report = self._receive(now, face, bytes(frame))
+        except (StoreError, OSError) as exc:
+            report = self._store_failed(now, exc)
         self.stats.rx_kinds[report.kind.value] += 1
         if report.drop is not None:
             self.stats.drops[report.drop.value] += 1
@@ -463,7 +486,13 @@ class Node:
 
     def _on_data(self, now: float, fs: _FaceState, packet: bytes) -> RxReport:
         """An entry (by DMX) and/or a side-chain chunk (by hash)."""
+        if now < self._store_retry_at:
+            return RxReport(FrameKind.UNKNOWN, Drop.STORE)
         report = self._ingest(packet)
+        if report.stored and self.store_trouble is not None:
+            log.info("%s: store writable again (%s is over); storing again", self.name,
+                     self.store_trouble)
+            self.store_trouble = None
         if report.stored and self._orphans:
             self._adopt_orphans(now, fs, report)
         if report.stored:

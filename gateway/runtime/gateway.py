@@ -30,7 +30,7 @@ from ..isp import IspError, Role
 from ..replication.events import ChainComplete, FeedAdded, NewEntry
 from ..replication.faces import Face
 from ..replication.node import Node
-from ..store import DiskStore
+from ..store import DiskStore, StoreError
 from ..store.keys import load_or_create_key
 from ..transports.base import Link, RadioMeta, SendFn
 from ..wire.ident import format_id
@@ -69,6 +69,7 @@ class Gateway:
         self.watch = FaceWatch()
         self._since: Counter[str] = Counter()  # activity since the last status line
         self._dirty = False
+        self._flush_trouble: str | None = None
         self.started_at = 0.0
 
     # --- clock --------------------------------------------------------------------------
@@ -131,7 +132,11 @@ class Gateway:
                      self._capture.count)
             self._capture = None
         if self.store is not None:
-            self.store.close()
+            try:
+                self.store.close()
+            except (StoreError, OSError) as exc:  # disk full: the logs hold what arrived
+                log.warning("final checkpoint failed (%s); the next start re-reads the logs",
+                            exc)
             self.store = None
 
     def stop(self) -> None:
@@ -192,13 +197,14 @@ class Gateway:
                 self.watch.sent(out.face)
                 self._since["tx"] += 1
                 if self._capture is not None:
-                    self._capture.write(records_for_tx(self.unix(now), self.config.name, out))
+                    self._capture_write([records_for_tx(self.unix(now), self.config.name,
+                                                        out)])
 
     def _on_event(self, event: FeedAdded | NewEntry | ChainComplete, now: float) -> None:
         if isinstance(event, NewEntry) and event.own and self._capture is not None:
             assert self.store is not None
-            self._capture.write_all(records_for_own(self.unix(now), self.config.name,
-                                                    event.fid, event.seq, self.store))
+            self._capture_write(records_for_own(self.unix(now), self.config.name,
+                                                event.fid, event.seq, self.store))
         if isinstance(event, FeedAdded):
             if event.fid != self.key.fid:
                 log.info("new feed %s", format_id(event.fid))
@@ -246,16 +252,46 @@ class Gateway:
         if self._capture is not None:
             rssi = meta.rssi if meta is not None else None
             snr = meta.snr if meta is not None else None
-            self._capture.write_all(records_for_rx(self.unix(now), self.config.name, face,
-                                                   frame, report, rssi=rssi, snr=snr))
+            self._capture_write(records_for_rx(self.unix(now), self.config.name, face,
+                                               frame, report, rssi=rssi, snr=snr))
         self._wake.set()
 
     # --- persistence and reporting --------------------------------------------------------
+    def _capture_write(self, records: list[Any]) -> None:
+        assert self._capture is not None
+        try:
+            self._capture.write_all(records)
+        except OSError as exc:
+            self._drop_capture(exc)
+
+    def _drop_capture(self, exc: OSError) -> None:
+        """Disk full: the gateway goes on without its capture."""
+        assert self._capture is not None
+        log.warning("capture %s stopped: %s", self._capture.path, exc.strerror or exc)
+        with contextlib.suppress(OSError):
+            self._capture.close()
+        self._capture = None
+
     def _flush(self) -> None:
         if self._capture is not None:
-            self._capture.flush()
+            try:
+                self._capture.flush()
+            except OSError as exc:
+                self._drop_capture(exc)
         if self._dirty and self.store is not None:
-            self.store.flush()
+            try:
+                self.store.flush()
+            except (StoreError, OSError) as exc:
+                # disk full: what was written stays readable; the checkpoint waits
+                reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+                if self._flush_trouble != reason:
+                    log.warning("cannot checkpoint the store (%s); retrying every %g s",
+                                reason, self.config.flush_interval)
+                self._flush_trouble = reason
+                return
+            if self._flush_trouble is not None:
+                log.info("store checkpointed again")
+            self._flush_trouble = None
             self._dirty = False
 
     def _status_line(self, now: float) -> None:
@@ -317,7 +353,11 @@ class Gateway:
         if cmd == "publish":
             assert self.node is not None
             content = base64.b64decode(str(req["content"]), validate=True)
-            entry = self.node.publish(self.key, content, self.now())
+            try:
+                entry = self.node.publish(self.key, content, self.now())
+            except (StoreError, OSError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                return {"ok": False, "error": f"cannot publish: {reason}"}
             log.info("published #%d (%d B) on request", entry.seq, len(content))
             self._wake.set()
             return {"ok": True, "seq": entry.seq, "id": format_id(self.key.fid)}

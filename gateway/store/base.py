@@ -176,8 +176,13 @@ class FeedStore(ABC):
         if waiting is None:
             return []
         stored_all = []
-        for replica, seq in waiting:
-            stored = replica.accept_chunk(seq, chunk)
+        for i, (replica, seq) in enumerate(waiting):
+            try:
+                stored = replica.accept_chunk(seq, chunk)
+            except BaseException:  # (disk full) the chains not served yet still wait for it
+                for rest_replica, rest_seq in waiting[i:]:
+                    self._expect(hash20(chunk), rest_replica, rest_seq)
+                raise
             if stored.next_hash is not None:
                 self._expect(stored.next_hash, replica, seq)
             stored_all.append(stored)
