@@ -47,6 +47,7 @@ class Drop(Enum):
     BAD_REQUEST = "bad_request"
     BAD_ENTRY = "bad_entry"  # matched a DMX but failed verification
     NO_MATCH = "no_match"  # no DMX or chunk hash of ours: held already, another mesh's, garbage
+    QUEUE_FULL = "queue_full"  # a request whose answers still wait, or no room for answers
     STORE = "store"  # the store could not write (disk full, I/O error): fetched again later
 
 

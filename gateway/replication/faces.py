@@ -181,11 +181,11 @@ class SendQueue:
                     self._insert(item)
                     return True
         if len(self.items) >= self.capacity:
-            worst = max(range(len(self.items)), key=lambda i: (self.items[i].priority, i))
-            if self.items[worst].priority <= item.priority:
+            # the items are sorted by priority, FIFO within: the last is the least urgent
+            if self.items[-1].priority <= item.priority:
                 self.dropped += 1
                 return False
-            self._packets.discard(self.items.pop(worst).packet)  # a request makes room
+            self._packets.discard(self.items.pop().packet)  # a request makes room
             self.dropped += 1
         self._insert(item)
         return True
@@ -195,6 +195,11 @@ class SendQueue:
         at = bisect_right(self.items, item.priority, key=lambda q: q.priority)
         self.items.insert(at, item)
         self._packets.add(item.packet)
+
+    def refuses(self, priority: Priority) -> bool:
+        """Would a packet of ``priority`` find no room (the queue is full of packets at
+        least as urgent)? Lets the Node skip building answers nobody can take."""
+        return len(self.items) >= self.capacity and self.items[-1].priority <= priority
 
     def peek(self) -> Queued | None:
         return self.items[0] if self.items else None

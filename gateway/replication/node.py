@@ -53,6 +53,7 @@ _MIN_FRAME = DMX_LEN + 1
 _RECENT_MAX = 2048  # data packets remembered as held, to tell a neighbour's news from echoes
 _COPIES_KEPT = 64  # items whose copies are counted until they make way (mesh density)
 _ORPHANS_MAX = 64
+_ANSWERED_KEPT = 8  # requests per face whose answers are recognised as still queued
 STORE_RETRY = 10.0  # s: after a failed store write (disk full), no ingest attempt this long
 _ORPHAN_LIFE = 600.0  # seconds an unplaced frame is kept at most once it prompted a claim  # unplaced packet-sized frames kept in case their predecessor comes next
 
@@ -79,9 +80,9 @@ class NodeStats:
 
 
 class _FaceState:
-    __slots__ = ("budget", "builder", "copies", "density", "echoes", "face", "heard_requests",
-                 "jittered", "next_tx", "queue", "relays", "set_builders", "set_next",
-                 "set_turn", "timer")
+    __slots__ = ("answered", "budget", "builder", "copies", "density", "echoes", "face",
+                 "heard_requests", "jittered", "next_tx", "queue", "relays", "set_builders",
+                 "set_next", "set_turn", "timer")
 
     def __init__(self, face: Face, timer: RequestTimer | RepairTimer, builder: RequestBuilder,
                  relays: RelayQueue | None = None) -> None:
@@ -90,6 +91,9 @@ class _FaceState:
         # WANT/CHNK heard from neighbours since our last request round (push faces): ours
         # would say the same, and the answers to theirs reach us too
         self.heard_requests: set[bytes] = set()
+        # request -> the first answer we queued for it (point-to-point faces): the same
+        # request again while that answer still waits is answered already
+        self.answered: OrderedDict[bytes, bytes] = OrderedDict()
         # entries we relayed, until a neighbour's relay of them is heard (or the time)
         self.echoes: dict[bytes, float] = {}
         # copies heard of the items we took lately (push faces), and their running mean:
@@ -426,6 +430,11 @@ class Node:
 
     def _on_want(self, now: float, fs: _FaceState, packet: bytes,
                  bound: BoundSet | None = None) -> RxReport:
+        if self._answered_already(fs, packet):
+            # a peer that does not take what it asked for (the answers still wait, or
+            # its queue is full of answers): building more would only cost the time
+            # every other face needs
+            return RxReport(FrameKind.WANT, Drop.QUEUE_FULL)
         try:
             want = decode_want(packet)
         except PacketError:
@@ -450,10 +459,12 @@ class Node:
         answers = answer_want(wanted, keys, store, self.policy.credit) if wanted else []
         if fs.relays is not None:
             fs.heard_requests.add(packet)
-        return RxReport(FrameKind.WANT, answers=self._queue_answers(now, fs, answers))
+        return RxReport(FrameKind.WANT, answers=self._queue_answers(now, fs, answers, packet))
 
     def _on_chnk(self, now: float, fs: _FaceState, packet: bytes,
                  keys: list[bytes] | None = None) -> RxReport:
+        if self._answered_already(fs, packet):
+            return RxReport(FrameKind.CHNK, Drop.QUEUE_FULL)
         try:
             requests = decode_chnk(packet)
         except PacketError:
@@ -462,9 +473,23 @@ class Node:
                               self.store, self.policy.credit)
         if fs.relays is not None:
             fs.heard_requests.add(packet)
-        return RxReport(FrameKind.CHNK, answers=self._queue_answers(now, fs, answers))
+        return RxReport(FrameKind.CHNK, answers=self._queue_answers(now, fs, answers, packet))
 
-    def _queue_answers(self, now: float, fs: _FaceState, answers: list[Answer]) -> int:
+    @staticmethod
+    def _answered_already(fs: _FaceState, request: bytes) -> bool:
+        """On a point-to-point face: are the answers to ``request`` still waiting in the
+        queue, or is the queue full of answers? O(1), whatever the peer sends."""
+        if fs.relays is not None:
+            return False
+        first = fs.answered.get(request)
+        return (first is not None and first in fs.queue) or fs.queue.refuses(Priority.ANSWER)
+
+    def _queue_answers(self, now: float, fs: _FaceState, answers: list[Answer],
+                       request: bytes | None = None) -> int:
+        if request is not None and answers and fs.relays is None:
+            fs.answered[request] = answers[0].packet
+            if len(fs.answered) > _ANSWERED_KEPT:
+                fs.answered.popitem(last=False)
         queued = 0
         relays = fs.relays
         for a in answers:

@@ -124,6 +124,9 @@ class Backoff:
         await asyncio.sleep(self.delay())
 
 
+_DRAIN_BURST = 16  # frames an outbox writes before the other tasks get their turn
+
+
 class Outbox:
     """A face's bounded outgoing queue, drained by one writer task.
 
@@ -135,12 +138,19 @@ class Outbox:
 
     def __init__(self, name: str, write: Callable[[bytes], Awaitable[None]],
                  counters: LinkCounters, *, size: int = 64,
-                 on_error: Callable[[BaseException], None] | None = None) -> None:
+                 on_error: Callable[[BaseException], None] | None = None,
+                 on_stall: Callable[[float], None] | None = None,
+                 stall_after: float = 5.0) -> None:
         self.name = name
         self._write = write
         self._counters = counters
         self._queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=size)
         self._on_error = on_error
+        # a peer that keeps the outbox full (it never drains to half) for stall_after
+        # seconds does not read: on_stall(seconds) is called once (the link drops it)
+        self._on_stall = on_stall
+        self._stall_after = stall_after
+        self._full_since: float | None = None
         self._task: asyncio.Task[None] | None = asyncio.get_running_loop().create_task(
             self._drain(), name=f"outbox {name}")
 
@@ -153,15 +163,33 @@ class Outbox:
         except asyncio.QueueFull:
             self._counters.dropped_out += 1
             log.debug("%s: outbox full, frame dropped", self.name)
+            self.check_stall()
             return False
         return True
+
+    def check_stall(self) -> None:
+        """Count time while full; past ``stall_after`` call ``on_stall`` (once)."""
+        now = asyncio.get_running_loop().time()
+        if self._full_since is None:
+            self._full_since = now
+        elif self._on_stall is not None and now - self._full_since >= self._stall_after:
+            on_stall, self._on_stall = self._on_stall, None
+            on_stall(now - self._full_since)
+
+    def full(self) -> bool:
+        """Is the outbox full (the peer takes less than we send)?"""
+        return self._queue.full()
 
     def __len__(self) -> int:
         return self._queue.qsize()
 
     async def _drain(self) -> None:
+        written = 0
         while True:
+            if written % _DRAIN_BURST == 0:
+                await asyncio.sleep(0)  # a write that never blocks must not hog the loop
             frame = await self._queue.get()
+            written += 1
             try:
                 await self._write(frame)
             except asyncio.CancelledError:
@@ -173,6 +201,8 @@ class Outbox:
                 return
             self._counters.frames_out += 1
             self._counters.bytes_out += len(frame)
+            if self._full_since is not None and self._queue.qsize() <= self._queue.maxsize // 2:
+                self._full_since = None  # it takes what it is sent again
 
     async def close(self) -> None:
         task, self._task = self._task, None

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -69,6 +70,11 @@ class WsSettings:
     ping_interval: float | None = 20.0  # keepalive ping every ... s (None: no pings)
     ping_timeout: float | None = 20.0  # drop a peer whose pong is this late
     close_timeout: float = 5.0  # wait this long for the peer's close frame
+    burst: int = 16  # messages handled per connection before the others get their turn
+    stall_timeout: float = 5.0  # drop a peer that takes nothing this long, outbox full
+    # kernel send buffer per connection, bytes: what a peer that stops reading can absorb
+    # before its outbox fills (64 KiB carries ~5,000 packets/s at a 100 ms round trip)
+    send_buffer: int | None = 65536
 
     def connection_options(self) -> dict[str, Any]:
         """Keyword arguments for ``websockets``' ``serve`` and ``connect``."""
@@ -92,7 +98,8 @@ def _closed_reason(exc: ConnectionClosed) -> str:
 class _Peer:
     """One open WebSocket connection carried as a point-to-point face."""
 
-    __slots__ = ("_closing", "_down", "_host", "_link", "_outbox", "conn", "counters", "name")
+    __slots__ = ("_burst", "_closing", "_down", "_host", "_link", "_outbox", "_stalled", "conn",
+                 "counters", "name")
 
     def __init__(self, link: WebSocketServer | WebSocketClient, conn: _Connection, name: str,
                  host: LinkHost, closing: Callable[[], bool]) -> None:
@@ -103,8 +110,17 @@ class _Peer:
         self._host = host
         self._closing = closing
         self._down = False
+        self._stalled: str | None = None
+        self._burst = max(1, link.settings.burst)
+        if link.settings.send_buffer is not None:
+            sock = conn.transport.get_extra_info("socket") if conn.transport else None
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF,
+                                    link.settings.send_buffer)
         self._outbox = Outbox(name, self._write, counters, size=link.settings.outbox_size,
-                              on_error=self._write_failed)
+                              on_error=self._write_failed, on_stall=self._not_reading,
+                              stall_after=link.settings.stall_timeout)
         counters.connects += 1
         host.face_up(Face(name, kind=FaceKind.POINT_TO_POINT,
                           queue_size=link.settings.queue_size), self._outbox.put)
@@ -117,12 +133,35 @@ class _Peer:
         # a send fails only on a closed connection, which also ends carry()'s recv
         log.debug("%s: sending to %s failed: %s", self._link, self.name, exc)
 
+    def _not_reading(self, seconds: float) -> None:
+        """The peer took nothing for ``seconds`` while its outbox was full: drop it (its
+        buffered frames would otherwise keep costing the gateway time)."""
+        self._stalled = f"peer does not read: nothing taken for {seconds:.0f} s"
+        self.counters.faults += 1
+        log.warning("%s: %s %s; disconnecting it", self._link, self.name, self._stalled[5:])
+        transport = getattr(self.conn, "transport", None)
+        if transport is not None:
+            transport.abort()  # no closing handshake: it would not read that either
+
     async def carry(self) -> None:
-        """Move messages to the host until the connection ends, then close the face."""
+        """Move messages to the host until the connection ends, then close the face.
+
+        Fairness: after ``burst`` messages the other connections (and the gateway's own
+        loop) get their turn; messages from a peer whose outbox is full are dropped
+        unread (it takes less than it asks for), and a peer that takes nothing at all
+        for ``stall_timeout`` is disconnected."""
         reason = "link closed"
+        handled = 0
         try:
             while True:
                 message = await self.conn.recv()
+                handled += 1
+                if handled % self._burst == 0:
+                    await asyncio.sleep(0)
+                if self._outbox.full():
+                    self.counters.dropped_in += 1
+                    self._outbox.check_stall()
+                    continue
                 if isinstance(message, str):
                     self.counters.dropped_in += 1
                     log.debug("%s: text message (%d chars) dropped: tinySSB is binary only",
@@ -133,7 +172,9 @@ class _Peer:
                 log.debug("%s: rx %d B", self.name, len(message))
                 self._host.frame_in(self.name, message)
         except ConnectionClosed as exc:
-            if not self._closing():
+            if self._stalled is not None:
+                reason = self._stalled
+            elif not self._closing():
                 reason = _closed_reason(exc)
                 if isinstance(exc, ConnectionClosedError):
                     self.counters.faults += 1
