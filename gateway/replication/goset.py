@@ -63,10 +63,13 @@ class GosetSync:
     """The set of keys we replicate plus the claim/novelty protocol around it."""
 
     def __init__(self, policy: Policy, rng: random.Random,
-                 accept: Callable[[bytes], bool] = lambda _k: True) -> None:
+                 accept: Callable[[bytes], bool] = lambda _k: True,
+                 admit: Callable[[bytes, str | None, float], bool] | None = None) -> None:
         self.policy = policy
         self._rng = rng
         self._accept = accept
+        self._admit = admit  # (key, face that named it, now): see .admission
+        self._face: str | None = None  # the face of the packet being handled
         self.keys: list[bytes] = []  # sorted as unsigned byte strings
         self._index: dict[bytes, int] = {}
         self._state = 0  # XOR of all keys, as an int
@@ -124,7 +127,8 @@ class GosetSync:
                             "feed %s and later ones are not replicated; an allow-list policy "
                             "chooses which feeds to keep", MAX_KEYS, key.hex()[:16])
             return False
-        if not (force or self._accept(key)):
+        if not force and not (self._accept(key) if self._admit is None
+                              else self._admit(key, self._face, now)):
             return False
         pos = bisect.bisect_left(self.keys, key)
         self.keys.insert(pos, key)
@@ -146,7 +150,28 @@ class GosetSync:
         return Claim(self.keys[0], self.keys[-1], self.state, len(self.keys))
 
     # --- receiving ------------------------------------------------------------------
+    def remove(self, key: bytes, now: float) -> bool:
+        """Take ``key`` out of the set again (a key that never proved itself, see
+        :mod:`.admission`); False if it is not in the set."""
+        pos = self._index.get(key)
+        if pos is None:
+            return False
+        del self.keys[pos]
+        self._index = {k: i for i, k in enumerate(self.keys)}
+        self._state ^= int.from_bytes(key, "big")
+        if key in self._novelty_queue:
+            self._novelty_queue.remove(key)
+        self._inconsistent(now)
+        return True
+
     def on_packet(self, pkt: Claim | Novelty | Zap, face: str, now: float) -> None:
+        self._face = face
+        try:
+            self._on_packet(pkt, face, now)
+        finally:
+            self._face = None
+
+    def _on_packet(self, pkt: Claim | Novelty | Zap, face: str, now: float) -> None:
         if isinstance(pkt, Novelty):
             self.add(pkt.key, now)
         elif isinstance(pkt, Claim):

@@ -37,6 +37,7 @@ from .events import (
     RxReport,
     Stored,
 )
+from .admission import Admission
 from .faces import AirtimeBudget, Face, FaceKind, Priority, Queued, SendQueue
 from .goset import GosetOut, GosetSync
 from .policy import DEFAULT, Policy
@@ -131,12 +132,15 @@ class Node:
 
     def __init__(self, store: FeedStore, *, policy: Policy = DEFAULT,
                  rng: random.Random | None = None, name: str = "node", now: float = 0.0,
-                 goset_filter: Callable[[bytes], bool] | None = None) -> None:
+                 goset_filter: Callable[[bytes], bool] | None = None,
+                 own: Collection[bytes] = ()) -> None:
         self.store = store
         self.policy = policy
         self.name = name
         self._rng = rng if rng is not None else random.Random()
-        self.goset = GosetSync(policy, self._rng, accept=policy.wants_feed)
+        self.admission = Admission(policy)
+        self.goset = GosetSync(policy, self._rng, accept=policy.wants_feed,
+                               admit=self.admission.admit)
         self._faces: dict[str, _FaceState] = {}
         self._events: list[Event] = []
         self._entry_dmx: dict[bytes, bytes] = {}  # next-entry DMX -> fid
@@ -164,8 +168,11 @@ class Node:
         self.store_trouble: str | None = None
         self._store_retry_at = float("-inf")
         for fid in store.feeds():  # held already: nothing to announce
-            if goset_filter is None or goset_filter(fid):
+            if ((goset_filter is None or goset_filter(fid))
+                    and (fid in own or self.admission.allows(fid))):
                 self.goset.add(fid, now, force=True, announce=False)
+                if fid not in own and store.replica(fid).max_seq == 0:
+                    self.admission.on_probation(fid, None, now)  # spam from an earlier run?
             self._arm(fid)
         self.goset.added.clear()
         self._refresh_state(now)
@@ -654,6 +661,7 @@ class Node:
                     bad = True
                 else:
                     self._arm(fid)
+                    self.admission.proven(fid)
                     self.stats.entries_stored += 1
                     report.seq = stored.seq
                     report.stored.append(Stored(fid, stored.seq))
@@ -681,7 +689,23 @@ class Node:
                     fs.queue.put(Queued(out.packet, Priority.GOSET, kind,
                                         "claim-full" if out.full else None))
 
+    def _expire_unproven(self, now: float) -> None:
+        """GOSET keys that yielded no valid entry during their probation leave the set,
+        and the store while their replica is empty (see :mod:`.admission`)."""
+        for fid in self.admission.take_expired(now):
+            replica = self.store.get(fid)
+            if replica is not None and replica.max_seq > 0:
+                continue
+            self.goset.remove(fid, now)
+            log.info("%s: GOSET key %s yielded no entry in %g s; dropped", self.name,
+                     fid.hex()[:16], self.policy.goset_probation)
+            if replica is not None and not any(fid in bs.keys for bs in self._sets.values()):
+                self.forget(fid)
+        self._refresh_state(now)
+
     def _run_timers(self, now: float) -> None:
+        if (due := self.admission.deadline()) is not None and due <= now:
+            self._expire_unproven(now)
         self._enqueue_goset(self.goset.on_timer(now))
         keys = self.goset.keys
         for fs in self._faces.values():
@@ -864,6 +888,8 @@ class Node:
         goset_t = self.goset.deadline()
         if goset_t is not None:
             times.append(goset_t)
+        if (expiry := self.admission.deadline()) is not None:
+            times.append(expiry)
         has_keys = len(self.goset) > 0 or bool(self._sets)
         for fs in self._faces.values():
             if has_keys:

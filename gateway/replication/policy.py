@@ -42,6 +42,11 @@ class Policy:
     # which feeds to replicate: every key met in the GOSET, or only an allow-list
     replicate_all: bool = True
     allow: frozenset[bytes] = field(default_factory=frozenset)
+    # GOSET admission (gateway/replication/admission.py): never these keys; at most this
+    # many unproven keys (no valid entry yet) named per face; unproven keys leave after
+    deny: frozenset[bytes] = field(default_factory=frozenset)
+    goset_unproven_per_face: int = 24
+    goset_probation: float = 900.0
     # GOSET rounds: interval grows from min to max while in sync (equal: fixed period)
     goset_interval_min: float = 15.0
     goset_interval_max: float = 15.0
@@ -125,6 +130,8 @@ class Policy:
                self.claim_redundancy, self.tx_jitter, self.push_window,
                self.request_delay) < 0:
             raise ValueError("budgets must not be negative")
+        if self.goset_unproven_per_face < 1 or self.goset_probation <= 0:
+            raise ValueError("goset_unproven_per_face and goset_probation must be positive")
         if self.push_redundancy < 1 or self.push_capacity < 1:
             raise ValueError("push_redundancy and push_capacity must be positive")
 
@@ -228,14 +235,15 @@ def policy_from_mapping(m: Mapping[str, Any]) -> Policy:
             raise ValueError(f"unknown policy setting {name!r}; known: "
                              f"{', '.join(sorted(n for n in known if n != 'name'))}")
         default = getattr(policy, name)
-        if name == "allow":
+        if name in ("allow", "deny"):
             if not isinstance(value, list):
-                raise ValueError("policy setting 'allow' must be a list of feed ids")
+                raise ValueError(f"policy setting {name!r} must be a list of feed ids")
             try:
-                changes["allow"] = frozenset(parse_id(str(v)) for v in value)
+                changes[name] = frozenset(parse_id(str(v)) for v in value)
             except IdentityError as exc:
-                raise ValueError(f"policy setting 'allow': {exc}") from None
-            changes.setdefault("replicate_all", bool(data.get("replicate_all", False)))
+                raise ValueError(f"policy setting {name!r}: {exc}") from None
+            if name == "allow":
+                changes.setdefault("replicate_all", bool(data.get("replicate_all", False)))
         elif name == "offset_step":
             try:
                 changes[name] = OffsetStep(value)

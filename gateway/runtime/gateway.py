@@ -93,7 +93,7 @@ class Gateway:
             role = self.isp_role or read_role(self.data_dir)
             self.node = Node(self.store, policy=self.config.policy, rng=random.Random(),
                              name=self.config.name, now=now,
-                             goset_filter=goset_filter(self.data_dir))
+                             goset_filter=goset_filter(self.data_dir), own=(self.key.fid,))
             if role is not None:
                 self.isp = IspService(self.node, self.key, self.data_dir, role, now)
                 log.info("tinyISP %s: %d contracts", role.value,
