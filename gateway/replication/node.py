@@ -135,6 +135,7 @@ class Node:
                  goset_filter: Callable[[bytes], bool] | None = None,
                  own: Collection[bytes] = ()) -> None:
         self.store = store
+        store.max_chain_chunks = policy.max_chain_chunks
         self.policy = policy
         self.name = name
         self._rng = rng if rng is not None else random.Random()

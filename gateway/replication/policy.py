@@ -47,6 +47,8 @@ class Policy:
     deny: frozenset[bytes] = field(default_factory=frozenset)
     goset_unproven_per_face: int = 24
     goset_probation: float = 900.0
+    # longest side chain fetched and tracked, in chunks; longer claims are counted, ignored
+    max_chain_chunks: int = 10_000
     # GOSET rounds: interval grows from min to max while in sync (equal: fixed period)
     goset_interval_min: float = 15.0
     goset_interval_max: float = 15.0

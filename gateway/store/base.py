@@ -18,11 +18,15 @@ from ..wire.entry import (
     Entry,
     FeedKey,
     build_entry,
+    chunks_needed,
     content_of,
     hash20,
 )
 from ..wire.errors import PacketError
 from .replica import FeedBackend, Frontier, Replica, StoredChunk, StoredEntry
+
+
+DEFAULT_MAX_CHAIN_CHUNKS = 10_000  # about 1 MB of content per entry
 
 
 class StoreError(Exception):
@@ -55,6 +59,10 @@ class FeedStore(ABC):
         # chunk hash -> the (replica, seq) chains waiting for it; identical content gives
         # identical chunks, so one hash may be awaited by several chains at once
         self._expected: dict[bytes, list[tuple[Replica, int]]] = {}
+        # longest side chain fetched and tracked, in chunks (100 B of content each);
+        # entries announcing longer ones are stored without their chain and counted
+        self.max_chain_chunks = DEFAULT_MAX_CHAIN_CHUNKS
+        self.chains_ignored = 0
 
     # --- what a concrete store provides ------------------------------------------------
     @abstractmethod
@@ -81,6 +89,8 @@ class FeedStore(ABC):
     def _register(self, fid: bytes, backend: FeedBackend, frontier: Frontier) -> Replica:
         replica = Replica(fid, frontier, backend)
         self._replicas[fid] = replica
+        for seq in [s for s, p in frontier.pending.items() if p.n_chunks > self.max_chain_chunks]:
+            del frontier.pending[seq]  # (rolled forward from the log: see ingest_entry)
         for seq, pend in frontier.pending.items():
             self._expect(pend.next_hash, replica, seq)
         return replica
@@ -149,6 +159,12 @@ class FeedStore(ABC):
         """Verify and append a received entry of ``fid`` (WireError if it is not the next)."""
         replica = self.replica(fid)
         stored, _ = replica.accept_entry(packet)
+        if stored.n_chunks > self.max_chain_chunks:
+            # a validly signed entry may claim a side chain of up to 2^69 bytes: tracking
+            # it would keep its expectation (and checkpoint it) for good; counted, ignored
+            del replica.pending[stored.seq]
+            self.chains_ignored += 1
+            return StoredEntry(stored.fid, stored.seq, stored.msg_id, 0)
         if stored.n_chunks:
             self._expect(replica.pending[stored.seq].next_hash, replica, stored.seq)
         return stored
@@ -230,6 +246,9 @@ class FeedStore(ABC):
         if packet is None:
             return None
         chunks = replica.backend.read_chunks(seq)
+        if not chunks and (n := chunks_needed(packet)) > self.max_chain_chunks:
+            raise StoreError(f"entry {seq} announces a side chain of {n} chunks, more than "
+                             f"this node fetches (max_chain_chunks {self.max_chain_chunks})")
         try:
             return content_of(packet, chunks)
         except PacketError as exc:

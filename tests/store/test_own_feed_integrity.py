@@ -138,3 +138,24 @@ def test_case8_lost_key_file_beside_own_feed_is_an_error(tmp_path, capsys, how):
         load_or_create_key(tmp_path)
     assert main(["--data", str(tmp_path), "id"]) == 2
     assert not secret.exists()
+
+
+def test_case10_side_chains_longer_than_the_cap_are_counted_and_ignored(tmp_path):
+    from gateway.replication.node import Node
+    from gateway.replication.policy import DEFAULT
+    from gateway.store import StoreError
+    from gateway.wire.entry import FeedKey, build_feed
+
+    key = FeedKey.from_seed(bytes(range(7, 39)))
+    entries = build_feed(key, [b"short", b"L" * 5000, b"ok"])  # entry 2: 51 chunks
+    with DiskStore(tmp_path) as store:
+        Node(store, policy=DEFAULT.with_(max_chain_chunks=20))
+        store.add_feed(key.fid)
+        for e in entries:
+            assert store.ingest_entry(key.fid, e.packet).n_chunks == 0
+        assert store.chains_ignored == 1 and not store.has_pending_chains()
+        assert store.info(key.fid).missing_chunks == 0
+        with pytest.raises(StoreError, match="max_chain_chunks 20"):
+            store.read_content(key.fid, 2)
+    frontier = json.loads((tmp_path / "feeds" / key.fid.hex() / "frontier").read_text())
+    assert frontier["pending"] == {} and frontier["max_seq"] == 3
