@@ -69,6 +69,8 @@ def check_feed(store: DiskStore, fid: bytes) -> FeedCheck:
     chunk_ok, chunk_problem = feed.verify_chunks(rebuilt, 0, feed.chunk_len)
     if entry_problem is None and log_ok < feed.log_len:
         entry_problem = "torn record"
+    for seq in [s for s, p in rebuilt.pending.items() if p.n_chunks > store.max_chain_chunks]:
+        del rebuilt.pending[seq]  # chains too long to track (FeedStore.ingest_entry)
     held = replica.frontier
     checkpoint_ok = (rebuilt.max_seq, rebuilt.prev, rebuilt.pending) == (
         held.max_seq, held.prev, held.pending)
