@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 _MIN_FRAME = DMX_LEN + 1
 _RECENT_MAX = 2048  # data packets remembered as held, to tell a neighbour's news from echoes
 _COPIES_KEPT = 64  # items whose copies are counted until they make way (mesh density)
+_ECHO_ALPHA = 0.1  # weight of one relay's outcome in a face's echo rate
 _ORPHANS_MAX = 64
 _ORPHAN_LIFE = 600.0  # seconds an unplaced frame is kept at most once it prompted a claim  # unplaced packet-sized frames kept in case their predecessor comes next
 
@@ -78,9 +79,9 @@ class NodeStats:
 
 
 class _FaceState:
-    __slots__ = ("budget", "builder", "copies", "density", "echoes", "face", "heard_requests",
-                 "jittered", "next_tx", "queue", "relays", "set_builders", "set_next",
-                 "set_turn", "timer")
+    __slots__ = ("budget", "builder", "copies", "density", "echo_rate", "echoes", "face",
+                 "heard_requests", "jittered", "next_tx", "queue", "relays", "set_builders",
+                 "set_next", "set_turn", "timer")
 
     def __init__(self, face: Face, timer: RequestTimer | RepairTimer, builder: RequestBuilder,
                  relays: RelayQueue | None = None) -> None:
@@ -91,6 +92,9 @@ class _FaceState:
         self.heard_requests: set[bytes] = set()
         # entries we relayed, until a neighbour's relay of them is heard (or the time)
         self.echoes: dict[bytes, float] = {}
+        # running share of our relayed entries that a neighbour relayed on (1: all):
+        # a node whose relays nobody takes on is rarely the one the mesh needs
+        self.echo_rate = 1.0
         # copies heard of the items we took lately (push faces), and their running mean:
         # how many neighbours relay what we hear, i.e. how dense the mesh is around us
         self.copies: OrderedDict[bytes, int] = OrderedDict()
@@ -362,8 +366,8 @@ class Node:
             return RxReport(FrameKind.UNKNOWN, Drop.TOO_LONG)
         if self.policy.suppress_overheard and fs.face.kind is FaceKind.BROADCAST:
             fs.queue.discard(packet)  # a neighbour said it already
-        if fs.echoes:
-            fs.echoes.pop(packet, None)
+        if fs.echoes and fs.echoes.pop(packet, None) is not None:
+            fs.echo_rate += _ECHO_ALPHA * (1.0 - fs.echo_rate)  # our relay was taken on
         if packet in fs.copies:
             fs.copies[packet] += 1
         if fs.relays is not None:
@@ -576,6 +580,8 @@ class Node:
                                   + self._rng.uniform(0.0, 0.25))
             else:
                 delay = self._rng.uniform(0.0, window)
+            if p.push_echo_weight and heard_on is not None:
+                delay += window * p.push_echo_weight * (1.0 - fs.echo_rate)
             if name == heard_on:
                 fs.copies[packet] = 1
                 if len(fs.copies) > _COPIES_KEPT:
@@ -674,6 +680,7 @@ class Node:
         silent = [packet for packet, t in fs.echoes.items() if t <= now]
         for packet in silent:
             del fs.echoes[packet]
+            fs.echo_rate -= _ECHO_ALPHA * fs.echo_rate
         if silent and isinstance(fs.timer, RepairTimer) and self._agreed(now):
             self.stats.no_echo += 1
             fs.timer.advertise(now)

@@ -87,6 +87,9 @@ class Policy:
     push_snr_low: float = -7.5
     push_snr_high: float = 10.0
     push_novelty_extra: int = 0  # copies more than push_redundancy to cancel a novelty
+    # a relay waits up to this many push windows more, the fewer of our relayed entries
+    # neighbours relayed on lately: nodes whose relays carry the flood go first
+    push_echo_weight: float = 0.0
     # push faces: an answer waits U(1, answer_window) airtimes (past the asker's request
     # burst; a copy from another neighbour meanwhile cancels it)
     answer_window: float = 4.0
@@ -123,7 +126,7 @@ class Policy:
             raise ValueError("rtt_backoff must be >= 1 and rtt_alpha in [0, 1)")
         if min(self.help_budget, self.ask_budget, self.pending_max, self.pending_rounds,
                self.claim_redundancy, self.tx_jitter, self.push_window,
-               self.request_delay) < 0:
+               self.request_delay, self.push_echo_weight) < 0:
             raise ValueError("budgets must not be negative")
         if self.push_redundancy < 1 or self.push_capacity < 1:
             raise ValueError("push_redundancy and push_capacity must be positive")
@@ -167,6 +170,7 @@ DEFAULT = Policy(
     goset_reset_on_claim=False,
     goset_respond_delay=15.0,
     push_novelty_extra=1,
+    push_echo_weight=2.0,
     push_rtt_max=200.0,
     push_reserve=0.3,
     listen_before_talk=True,
