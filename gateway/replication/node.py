@@ -180,6 +180,7 @@ class Node:
 
     def remove_face(self, name: str) -> None:
         self._faces.pop(name, None)
+        self.goset.forget_face(name)
 
     @property
     def faces(self) -> list[Face]:
@@ -389,7 +390,9 @@ class Node:
             pkt = decode_goset(packet)
         except PacketError:
             return RxReport(FrameKind.UNKNOWN, Drop.BAD_GOSET)
-        self.goset.on_packet(pkt, face, now)
+        fs = self._faces[face]
+        self.goset.on_packet(pkt, face, now,
+                             one_peer=fs.face.kind is FaceKind.POINT_TO_POINT)
         self._sync_goset(now, face if isinstance(pkt, Novelty) else None)
         if isinstance(pkt, Claim):
             if pkt.cnt == len(self.goset) and pkt.xor == self._state:
