@@ -359,7 +359,7 @@ class Node:
                 return RxReport(FrameKind.UNKNOWN, Drop.CRC)
         if len(packet) < _MIN_FRAME:
             return RxReport(FrameKind.UNKNOWN, Drop.TOO_SHORT)
-        if len(packet) > PACKET_LEN:
+        if len(packet) > fs.face.mtu:
             return RxReport(FrameKind.UNKNOWN, Drop.TOO_LONG)
         if self.policy.suppress_overheard and fs.face.kind is FaceKind.BROADCAST:
             fs.queue.discard(packet)  # a neighbour said it already
@@ -370,6 +370,9 @@ class Node:
         if fs.relays is not None:
             fs.relays.heard(packet)
         dmx = packet[:DMX_LEN]
+        if len(packet) > PACKET_LEN and not (dmx in (self._want_dmx, self._chnk_dmx)
+                                             or dmx in self._set_dmx):
+            return RxReport(FrameKind.UNKNOWN, Drop.TOO_LONG)  # only vectors grow past 120
         if dmx == GOSET_DMX:
             return self._on_goset(now, face, packet)
         if dmx == self._want_dmx:

@@ -9,7 +9,10 @@ Two sockets:
 * receive: bound to ``(group, port)`` with SO_REUSEADDR (and SO_REUSEPORT where there
   is one), so several gateways on one host can share the port, and joined to the group
   on ``interface``. Binding to the group address (not to any address) keeps unicast
-  datagrams to the port out. Datagrams over 256 bytes are dropped and counted.
+  datagrams to the port out. Datagrams longer than the face's MTU plus the CRC are
+  dropped and counted: the MTU (:data:`~gateway.replication.faces.IP_MTU`, 1024 B)
+  admits the reference tinyISP ISP's long CHNK vectors (356 B seen), which the
+  Android app's 256-byte receive buffer would cut.
 * send: bound to an ephemeral port on ``interface`` and *connected* to the group, with
   IP_MULTICAST_IF, IP_MULTICAST_TTL and IP_MULTICAST_LOOP set. Connecting makes the
   kernel choose the source address up front (no packet is sent for it), so we know our
@@ -42,15 +45,13 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from ..replication.faces import Face, FaceKind
+from ..replication.faces import IP_MTU, Face, FaceKind
+from ..wire.crc import CRC_LEN
 from .base import Backoff, Link, LinkCounters, LinkError, LinkHost, os_reason
 
-__all__ = ["MAX_DATAGRAM", "UdpCounters", "UdpMulticast"]
+__all__ = ["UdpCounters", "UdpMulticast"]
 
 log = logging.getLogger(__name__)
-
-MAX_DATAGRAM = 256
-"""The reference's receive buffer: larger datagrams are not tinySSB packets."""
 
 _TRANSIENT = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS, errno.EINTR,
                         errno.EMSGSIZE})
@@ -101,7 +102,7 @@ class UdpMulticast(Link):
     def __init__(self, group: str = "239.5.5.8", port: int = 1558, *,
                  interface: str = "0.0.0.0", loopback: bool = False, ttl: int = 1,
                  name: str = "udp", backoff: Backoff | None = None,
-                 max_datagram: int = MAX_DATAGRAM, send_buffer: int = 16 * 1024) -> None:
+                 mtu: int = IP_MTU, send_buffer: int = 16 * 1024) -> None:
         super().__init__(name)
         self.counters: UdpCounters = UdpCounters()
         self.group = group
@@ -109,11 +110,11 @@ class UdpMulticast(Link):
         self.interface = interface
         self.loopback = loopback
         self.ttl = ttl
-        self.max_datagram = max_datagram
+        self.max_datagram = mtu + CRC_LEN  # a packet of up to ``mtu`` B and its CRC
         self.send_buffer = send_buffer  # bytes waiting in the send transport before we drop
         self.backoff = backoff if backoff is not None else Backoff()
         # a burst of one request's answers must fit the receivers' socket buffers
-        self.face = Face(name, kind=FaceKind.BROADCAST, crc=True, queue_size=64)
+        self.face = Face(name, kind=FaceKind.BROADCAST, mtu=mtu, crc=True, queue_size=64)
         self._link_host: LinkHost | None = None
         self._rx: asyncio.DatagramTransport | None = None
         self._tx: asyncio.DatagramTransport | None = None

@@ -69,13 +69,13 @@ def test_oversize_and_empty_datagrams_dropped() -> None:
         link, host = lo_link(), FakeHost()
         await link.start(host)
         with lo_sender() as s:
-            s.sendto(b"x" * 257, (GROUP, link.port))
+            s.sendto(b"x" * (link.max_datagram + 1), (GROUP, link.port))
             s.sendto(b"", (GROUP, link.port))
-            s.sendto(b"y" * 256, (GROUP, link.port))
+            s.sendto(b"y" * link.max_datagram, (GROUP, link.port))
             await host.until(lambda: len(host.frames) == 1)
-        assert host.frames == [("udp", b"y" * 256)]
+        assert host.frames == [("udp", b"y" * link.max_datagram)]
         assert link.counters.dropped_in == 2 and link.counters.own_echoes == 0
-        assert not link.send(b"z" * 257) and link.counters.dropped_out == 1
+        assert not link.send(b"z" * (link.max_datagram + 1)) and link.counters.dropped_out == 1
         await link.close()
     run(go)
 
