@@ -6,9 +6,9 @@ and checks the CRC32 trailer; this link only moves datagrams.
 
 Two sockets:
 
-* receive: bound to ``(group, port)`` with SO_REUSEADDR (and SO_REUSEPORT where there
-  is one), so several gateways on one host can share the port, and joined to the group
-  on ``interface``. Binding to the group address (not to any address) keeps unicast
+* receive: bound to ``(group, port)`` with SO_REUSEADDR (and SO_REUSEPORT outside
+  Linux, which needs it there), so several gateways on one host can share the port,
+  and joined to the group on ``interface``. Binding to the group address (not to any address) keeps unicast
   datagrams to the port out. Datagrams longer than the face's MTU plus the CRC are
   dropped and counted: the MTU (:data:`~gateway.replication.faces.IP_MTU`, 1024 B)
   admits the reference tinyISP ISP's long CHNK vectors (356 B seen), which the
@@ -21,7 +21,10 @@ Two sockets:
   garbage.
 
 ``interface`` is the IPv4 address of the interface to use (``0.0.0.0``: the one the
-routing table picks for the group). On the loopback interface use ``127.0.0.1``:
+routing table picks for the group). The receive socket hears the group on that
+interface only (IP_MULTICAST_ALL off on Linux): without it, a gateway on 127.0.0.1
+also heard what another host sent to the group on eth0 once anything on the host had
+joined there. On the loopback interface use ``127.0.0.1``:
 Linux joins and sends there although ``lo`` carries no MULTICAST flag and has no
 multicast route; every datagram sent on ``lo`` reaches every member on the host once,
 whatever IP_MULTICAST_LOOP says, so it is the own-echo filter that keeps a gateway from
@@ -42,6 +45,7 @@ import ipaddress
 import logging
 import socket
 import struct
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +56,19 @@ from .base import Backoff, Link, LinkCounters, LinkError, LinkHost, os_reason
 __all__ = ["UdpCounters", "UdpMulticast"]
 
 log = logging.getLogger(__name__)
+
+_LINUX = sys.platform.startswith("linux")
+_IP_MULTICAST_ALL: int | None = getattr(socket, "IP_MULTICAST_ALL", 49 if _LINUX else None)
+"""Linux delivers a group's datagrams to every socket bound to its port, whichever
+interface they arrived on and whichever joined the group there (the option's default,
+1); 0 limits a socket to the (group, interface) pairs it joined itself. Elsewhere a
+socket hears the groups it joined only, which is the same.
+
+On Linux the receive socket shares the port through SO_REUSEADDR alone: with
+SO_REUSEPORT too, a kernel that hands a multicast datagram to the one socket it matched
+(early demux) may pass it to any socket of that socket's reuse-port group instead,
+past the interface check (seen on 6.x: a socket joined on lo took what another
+socket joined on eth0 was meant to get)."""
 
 _TRANSIENT = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS, errno.EINTR,
                         errno.EMSGSIZE})
@@ -206,7 +223,7 @@ class UdpMulticast(Link):
         step = f"cannot listen on {self.address}"
         try:
             rx.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if hasattr(socket, "SO_REUSEPORT"):
+            if hasattr(socket, "SO_REUSEPORT") and not _LINUX:
                 rx.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
             try:
                 rx.bind((self.group, self.port))
@@ -218,6 +235,8 @@ class UdpMulticast(Link):
             step = f"cannot join {self.group} on interface {self.interface}"
             rx.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
                           struct.pack("4s4s", group, iface))
+            if _IP_MULTICAST_ALL is not None:  # hear the group on our interface only
+                rx.setsockopt(socket.IPPROTO_IP, _IP_MULTICAST_ALL, 0)
         except OSError as exc:
             rx.close()
             raise _SetupError(f"{step}: {os_reason(exc)}") from None

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import json
 import os
+import shutil
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -142,3 +147,23 @@ def test_close_while_reopening_takes_the_face_down_once() -> None:
         d = link.describe()
         assert (d["state"], d["peers"], d["source"]) == ("closed", [], None)
     run(go)
+
+
+def test_a_face_on_loopback_ignores_the_group_on_another_interface() -> None:
+    """Issue 15 item 4: bound to 127.0.0.1, the link hears nothing that arrives on
+    another interface, although a program there joined the group on the same port.
+    Runs in a fresh user and network namespace with a veth pair standing for eth0
+    (tests/transports/netns_udp_child.py), so nothing touches the host's network."""
+    unshare = shutil.which("unshare")
+    if unshare is None or not sys.platform.startswith("linux"):
+        pytest.skip("needs Linux and unshare(1) for a private network namespace")
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([unshare, "-rn", sys.executable, "-m",
+                           "tests.transports.netns_udp_child"], cwd=root,
+                          capture_output=True, text=True, timeout=60, check=False)
+    if done.returncode == 3 or (done.returncode and "unshare" in done.stderr):
+        pytest.skip(f"cannot set up a network namespace here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    heard = json.loads(done.stdout.strip().splitlines()[-1])
+    assert heard["eth0"] == ["from-eth0"]  # the datagram did reach the host on "eth0"
+    assert heard["link"] == ["from-lo"]  # ... but not our loopback face
