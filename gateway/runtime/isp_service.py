@@ -172,7 +172,9 @@ class IspService:
 
     def _contracts(self, _req: dict[str, Any], _now: float) -> dict[str, Any]:
         allow = list(self.engine.allow_list) if self.role is Role.ISP else []
-        return {"role": self.role.value, "contracts": self.engine.contracts(), "allow": allow}
+        ended = [{"id": ref, "outcome": how} for ref, how in self.engine.ended()]
+        return {"role": self.role.value, "contracts": self.engine.contracts(), "allow": allow,
+                "ended": ended}
 
     def _farewell(self, req: dict[str, Any], now: float) -> dict[str, Any]:
         peer = self._peer(req)
