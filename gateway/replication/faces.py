@@ -63,6 +63,10 @@ class Face:
     duty_window: float = 3600.0
     min_gap: float = 0.0  # seconds between the starts of two transmissions
     queue_size: int = 5
+    # token bucket (pacing.py): ``burst`` frames back to back, then ``rate`` per second;
+    # rate 0: no bucket (UDP faces pace, so that a 4-slot ESP32 queue keeps up)
+    rate: float = 0.0
+    burst: int = 1
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -75,6 +79,8 @@ class Face:
             raise ValueError(f"face {self.name}: a duty cycle needs LoRa parameters")
         if self.queue_size < 1 or self.min_gap < 0:
             raise ValueError(f"face {self.name}: queue_size >= 1 and min_gap >= 0 required")
+        if self.rate < 0 or self.burst < 1:
+            raise ValueError(f"face {self.name}: rate >= 0 and burst >= 1 required")
 
     @classmethod
     def lora_radio(cls, name: str, params: LoRaParams, *, duty_cycle: float = 0.01,

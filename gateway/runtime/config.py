@@ -53,6 +53,8 @@ group = "239.5.5.8"
 port = 1558
 interface = "0.0.0.0"     # local address of the interface to use
 loopback = false          # also deliver to other gateways on this host
+rate = 25.0               # frames per second after a burst (0: no pacing)
+burst = 4                 # frames sent back to back (an ESP32 queues 4)
 
 [serial]
 port = ""                 # the LoRa dongle, e.g. "/dev/ttyUSB0" ("" = none)
@@ -77,6 +79,8 @@ class UdpConfig:
     port: int = 1558
     interface: str = "0.0.0.0"
     loopback: bool = False
+    rate: float = 25.0
+    burst: int = 4
 
 
 @dataclass(slots=True)
@@ -139,7 +143,7 @@ _TOP = {"name", "status_interval", "flush_interval", "capture", "policy", "webso
         "serial", "ble"}
 _TABLES: dict[str, set[str]] = {
     "websocket": {"listen", "connect"},
-    "udp": {"enabled", "group", "port", "interface", "loopback"},
+    "udp": {"enabled", "group", "port", "interface", "loopback", "rate", "burst"},
     "serial": {"port", "profile", "board", "duty_cycle"},
     "ble": {"enabled", "address", "max_peers"},
 }
@@ -181,6 +185,12 @@ class _Reader:
         if not low <= value <= high:
             raise self.error(key, f"must be between {low:g} and {high:g}, got {value:g}")
         return value
+
+    def count(self, key: str, default: int, low: int, high: int) -> int:
+        value = self.get(key, int, default)
+        if not low <= value <= high:
+            raise self.error(key, f"must be a whole number from {low} to {high}, got {value}")
+        return int(value)
 
     def port(self, key: str, default: int) -> int:
         value = self.get(key, int, default)
@@ -267,7 +277,9 @@ def _parse(source: str, text: str) -> GatewayConfig:
         if udp.get("enabled", bool, True):
             cfg.udp = UdpConfig(udp.get("group", str, "239.5.5.8"), udp.port("port", 1558),
                                 udp.get("interface", str, "0.0.0.0"),
-                                udp.get("loopback", bool, False))
+                                udp.get("loopback", bool, False),
+                                udp.number("rate", 25.0, 0.0, 100000.0),
+                                udp.count("burst", 4, 1, 1024))
 
     if "serial" in data:
         ser = _Reader(source, lines, "serial", data["serial"])

@@ -13,6 +13,8 @@ Two sockets:
   dropped and counted: the MTU (:data:`~gateway.replication.faces.IP_MTU`, 1024 B)
   admits the reference tinyISP ISP's long CHNK vectors (356 B seen), which the
   Android app's 256-byte receive buffer would cut.
+* the face is paced by a token bucket (``rate``, ``burst``: :data:`UDP_RATE`,
+  :data:`UDP_BURST`), so that an answer burst does not overrun small peers.
 * send: bound to an ephemeral port on ``interface`` and *connected* to the group, with
   IP_MULTICAST_IF, IP_MULTICAST_TTL and IP_MULTICAST_LOOP set. Connecting makes the
   kernel choose the source address up front (no packet is sent for it), so we know our
@@ -53,7 +55,12 @@ from ..replication.faces import IP_MTU, Face, FaceKind
 from ..wire.crc import CRC_LEN
 from .base import Backoff, Link, LinkCounters, LinkError, LinkHost, os_reason
 
-__all__ = ["UdpCounters", "UdpMulticast"]
+__all__ = ["UDP_BURST", "UDP_RATE", "UdpCounters", "UdpMulticast"]
+
+UDP_BURST = 4
+UDP_RATE = 25.0
+"""The face's pace: 4 frames back to back (the ESP32 firmware's radio receive queue
+holds 4; more are lost with "rcvd too many LoRa pkts"), then 25 per second. 0: no pace."""
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +126,8 @@ class UdpMulticast(Link):
     def __init__(self, group: str = "239.5.5.8", port: int = 1558, *,
                  interface: str = "0.0.0.0", loopback: bool = False, ttl: int = 1,
                  name: str = "udp", backoff: Backoff | None = None,
-                 mtu: int = IP_MTU, send_buffer: int = 16 * 1024) -> None:
+                 mtu: int = IP_MTU, send_buffer: int = 16 * 1024, rate: float = UDP_RATE,
+                 burst: int = UDP_BURST) -> None:
         super().__init__(name)
         self.counters: UdpCounters = UdpCounters()
         self.group = group
@@ -131,7 +139,8 @@ class UdpMulticast(Link):
         self.send_buffer = send_buffer  # bytes waiting in the send transport before we drop
         self.backoff = backoff if backoff is not None else Backoff()
         # a burst of one request's answers must fit the receivers' socket buffers
-        self.face = Face(name, kind=FaceKind.BROADCAST, mtu=mtu, crc=True, queue_size=64)
+        self.face = Face(name, kind=FaceKind.BROADCAST, mtu=mtu, crc=True, queue_size=64,
+                         rate=rate, burst=burst)
         self._link_host: LinkHost | None = None
         self._rx: asyncio.DatagramTransport | None = None
         self._tx: asyncio.DatagramTransport | None = None

@@ -17,7 +17,13 @@ from gateway.wire.crc import add_crc, strip_crc
 from gateway.wire.entry import PACKET_LEN, hash20
 from gateway.wire.goset import chnk_dmx
 
-from ..replication.test_long_vectors import CHUNK_AT, FEED, KEY, reference_isp_chnk
+from ..replication.test_long_vectors import (
+    CHUNK_AT,
+    FEED,
+    KEY,
+    first_credit,
+    reference_isp_chnk,
+)
 from .harness import populate, run, running, until
 
 GROUP, LO = "239.5.5.8", "127.0.0.1"
@@ -62,7 +68,7 @@ def test_a_356_byte_chnk_over_udp_is_answered(tmp_path: Path) -> None:
                                 got.append(CHUNK_AT[h])
 
                 task = asyncio.create_task(collect())
-                await until(lambda: len(got) >= 5)
+                await until(lambda: len(got) >= first_credit(IP))
                 task.cancel()
             assert set(got) <= asked and len(got) <= IP.credit
             assert link.counters.dropped_in == 0
@@ -82,11 +88,11 @@ def test_a_356_byte_chnk_over_websocket_is_answered(tmp_path: Path) -> None:
             async with connect(f"ws://{LO}:{server.port}") as ws:
                 await ws.send(frame)
                 async with asyncio.timeout(30):
-                    while len(got) < IP.credit:
+                    while len(got) < first_credit(IP):
                         message = await ws.recv()
                         assert isinstance(message, bytes)
                         if len(message) == PACKET_LEN and hash20(message) in CHUNK_AT:
                             got.append(CHUNK_AT[hash20(message)])
-            assert set(got) <= asked and len(got) == IP.credit
+            assert set(got) <= asked and len(got) == first_credit(IP)
 
     run(scenario)
