@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway.replication.faces import FaceKind
+from gateway.replication.faces import IP_MTU, FaceKind
 from gateway.transports.base import Backoff, LinkError
-from gateway.transports.udp import UdpMulticast
+from gateway.transports.udp import UDP_BURST, UDP_RATE, UdpMulticast
 
 from .test_websocket import FakeHost, run
 
@@ -53,6 +53,7 @@ def test_two_links_exchange_datagrams_and_ignore_their_own() -> None:
         await b.start(b_host)
         face = a_host.faces["udp-a"]
         assert face.crc is True and face.kind is FaceKind.BROADCAST
+        assert (face.rate, face.burst, face.mtu) == (UDP_RATE, UDP_BURST, IP_MTU)
         assert a_host.sends["udp-a"](b"A" * 124)
         await b_host.until(lambda: b_host.frames == [("udp-b", b"A" * 124)])
         assert b_host.sends["udp-b"](b"B" * 124)
