@@ -62,6 +62,10 @@ profile = "EU868.a"       # radio plan (868.3 MHz, 125 kHz, SF7): tinyssb dongle
 board = ""                # board name from hardware/boards, for its serial lines
 duty_cycle = 0.01         # share of airtime the gateway may use
 
+[isp]
+farewell_timeout = 300.0  # seconds of silence from a contract's peer after which an
+                          # unfinished farewell ends here (its feeds and keys deleted)
+
 [ble]
 enabled = false           # BLE central: connect to tinySSB peripherals
 address = ""              # one device ("" = scan for the tinySSB service)
@@ -114,6 +118,7 @@ class GatewayConfig:
     udp: UdpConfig | None = None
     serial: SerialConfig | None = None
     ble: BleConfig | None = None
+    isp_farewell_timeout: float = 300.0
     source: str = "(flags)"
 
     def has_faces(self) -> bool:
@@ -140,12 +145,13 @@ class GatewayConfig:
 # --- parsing --------------------------------------------------------------------------
 
 _TOP = {"name", "status_interval", "flush_interval", "capture", "policy", "websocket", "udp",
-        "serial", "ble"}
+        "serial", "ble", "isp"}
 _TABLES: dict[str, set[str]] = {
     "websocket": {"listen", "connect"},
     "udp": {"enabled", "group", "port", "interface", "loopback", "rate", "burst"},
     "serial": {"port", "profile", "board", "duty_cycle"},
     "ble": {"enabled", "address", "max_peers"},
+    "isp": {"farewell_timeout"},
 }
 
 
@@ -292,6 +298,10 @@ def _parse(source: str, text: str) -> GatewayConfig:
                 raise ser.error("profile", str(exc)) from None
             cfg.serial = SerialConfig(port, name, ser.get("board", str, "") or None,
                                       ser.number("duty_cycle", 0.01, 0.0, 1.0))
+
+    if "isp" in data:
+        isp = _Reader(source, lines, "isp", data["isp"])
+        cfg.isp_farewell_timeout = isp.number("farewell_timeout", 300.0, 1.0, 30 * 86400.0)
 
     if "ble" in data:
         ble = _Reader(source, lines, "ble", data["ble"])
