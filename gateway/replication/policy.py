@@ -56,6 +56,11 @@ class Policy:
     pending_rounds: int = 0  # rounds a pending claim may wait unanswered; 0: no limit
     # WANT / CHNK
     credit: int = 3  # packets sent in answer to one request
+    # per face, start at ``credit_min`` and double while the peer takes all we send,
+    # falling to what it took when it takes less (pacing.AnswerCredit); False: always
+    # ``credit``
+    adaptive_credit: bool = False
+    credit_min: int = 3
     request_budget: int = 100  # running BIPF size of items after which a vector is closed
     chnk_per_feed: int = 100  # chains of one feed asked for in one CHNK
     offset_step: OffsetStep = OffsetStep.ONE
@@ -118,8 +123,10 @@ class Policy:
     def __post_init__(self) -> None:
         if not 0 < self.goset_interval_min <= self.goset_interval_max:
             raise ValueError("goset_interval_min must be positive and <= goset_interval_max")
-        if self.credit < 1 or self.request_budget < 8 or self.chnk_per_feed < 1:
-            raise ValueError("credit, request_budget and chnk_per_feed must be positive")
+        if (self.credit < 1 or self.credit_min < 1 or self.request_budget < 8
+                or self.chnk_per_feed < 1):
+            raise ValueError("credit, credit_min, request_budget and chnk_per_feed must be "
+                             "positive")
         if not 0 < self.rtt_min <= self.rtt_initial <= min(self.rtt_max, self.push_rtt_max):
             raise ValueError("need 0 < rtt_min <= rtt_initial <= rtt_max, push_rtt_max")
         if self.rtt_backoff < 1 or not 0 <= self.rtt_alpha < 1:
@@ -189,6 +196,7 @@ IP = replace(
     ask_budget=4,
     pending_max=32,
     credit=100,
+    adaptive_credit=True,
     chnk_per_feed=20,
     rtt_initial=0.25,
     rtt_max=5.0,
