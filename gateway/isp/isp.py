@@ -145,6 +145,13 @@ class IspSide(Side):
         ctx = self.ctx
         if ref in self.state.isp_subs or c.phase is not Phase.ESTABLISHED:
             return
+        same = next((s for s in self.state.isp_subs.values()
+                     if (s.a_root, s.b_root, s.a_c2c)
+                     == (c.client_root, msg.target_root, msg.c2c)), None)
+        if same is not None:  # a replay (or a re-sent copy): the other side was asked
+            log.info("%s: %s asked again for subscription %s; not forwarded again",
+                     ctx.node.name, fid_s(c.client_root), fid_s(same.ref))
+            return
         target = self.contract_of(msg.target_root)
         if target is None or target is c or target.phase is not Phase.ESTABLISHED:
             ctx.send(c.own_ctrl, SubRespIsp(ref, False, reason=REASON_NOT_FOUND))

@@ -183,3 +183,19 @@ def test_bad_onboard_requests_on_a_root_feed(caplog: pytest.LogCaptureFixture) -
     w.run_for(10.0)
     assert i.e.contracts() == []
     onboard(w, "c0")  # a good request afterwards is served
+
+
+def test_a_replayed_sub_req_is_not_forwarded_again(w: World,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 14 case 9: the same sub_req again (a client that re-sends it, or a copy of
+    the entry) for a subscription the ISP holds already is idempotent at the ISP."""
+    a, b = w.peers["c0"], w.peers["c1"]
+    (sub,) = a.e.subscriptions()
+    (ac,) = a.e.contracts()
+    caplog.set_level(logging.INFO)
+    write(w, a, ac.ctrl_out, bipf.encode(["ISP", "sub_req", b.root.fid, sub.own_c2c]))
+    w.run_until(lambda: logged(caplog, "asked again", logging.INFO))
+    w.run_for(30.0)
+    assert b.e.requests() == []  # (before: a new pending request at the other client)
+    assert len(a.e.subscriptions()) == 1 and len(b.e.subscriptions()) == 1
+    exchange_works(w)
