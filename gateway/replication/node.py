@@ -26,6 +26,7 @@ from ..wire.entry import DMX_LEN, PACKET_LEN, Entry, FeedKey, hash20
 from ..wire.errors import FrameError, PacketError, WireError
 from ..wire.goset import GOSET_DMX, Claim, Novelty, chnk_dmx, decode_goset, want_dmx
 from ..wire.want import decode_chnk, decode_want, encode_want
+from .admission import Admission
 from .events import (
     ChainComplete,
     Drop,
@@ -37,7 +38,6 @@ from .events import (
     RxReport,
     Stored,
 )
-from .admission import Admission
 from .faces import AirtimeBudget, Face, FaceKind, Priority, Queued, SendQueue
 from .goset import GosetOut, GosetSync
 from .pacing import AnswerCredit, TokenBucket

@@ -25,7 +25,6 @@ from ..wire.entry import (
 from ..wire.errors import PacketError
 from .replica import FeedBackend, Frontier, Replica, StoredChunk, StoredEntry
 
-
 DEFAULT_MAX_CHAIN_CHUNKS = 10_000  # about 1 MB of content per entry
 
 

@@ -87,7 +87,7 @@ def _tmpfs(path: Path, size: str) -> None:
 
 def _status(data: Path) -> dict:
     out = subprocess.run([sys.executable, "-m", "gateway.cli", "--data", str(data), "status",
-                          "--json"], capture_output=True, timeout=10, text=True)
+                          "--json"], capture_output=True, timeout=10, text=True, check=False)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from gateway.cli import main
-from gateway.store import DiskStore, StoreError as LostTailError
+from gateway.store import DiskStore
+from gateway.store import StoreError as LostTailError
 from gateway.store.keys import KEY_FILE, KeyFileError, load_or_create_key
 from gateway.wire.entry import PACKET_LEN, genesis_prev, verify_entry
 
@@ -104,7 +105,7 @@ def test_case4_publishing_resumes_once_the_lost_entries_came_back(tmp_path, caps
     {"chunk_bytes": -1},
 ])
 def test_case7_frontier_with_bad_numbers_is_rebuilt_for_every_command(tmp_path, capsys, body):
-    feed, fid = own_feed(tmp_path, capsys)
+    feed, _fid = own_feed(tmp_path, capsys)
     good = json.loads((feed / "frontier").read_text())
     good.update(body)
     (feed / "frontier").write_text(json.dumps(good))
@@ -114,7 +115,7 @@ def test_case7_frontier_with_bad_numbers_is_rebuilt_for_every_command(tmp_path, 
 
 
 def test_case7_frontier_directory_is_rebuilt_for_every_command(tmp_path, capsys):
-    feed, fid = own_feed(tmp_path, capsys)
+    feed, _fid = own_feed(tmp_path, capsys)
     (feed / "frontier").unlink()
     (feed / "frontier").mkdir()
     assert main(["--data", str(tmp_path), "feeds"]) == 0  # a reader: rebuilds in memory
@@ -125,7 +126,7 @@ def test_case7_frontier_directory_is_rebuilt_for_every_command(tmp_path, capsys)
 
 @pytest.mark.parametrize("how", ["missing", "dangling link"])
 def test_case8_lost_key_file_beside_own_feed_is_an_error(tmp_path, capsys, how):
-    feed, fid = own_feed(tmp_path, capsys)
+    _feed, fid = own_feed(tmp_path, capsys)
     secret = tmp_path / KEY_FILE
     secret.unlink()
     if how == "dangling link":
