@@ -183,7 +183,7 @@ class Node:
                     and (fid in own or self.admission.allows(fid))):
                 self.goset.add(fid, now, force=True, announce=False)
                 if fid not in own and store.replica(fid).max_seq == 0:
-                    self.admission.on_probation(fid, None, now)  # spam from an earlier run?
+                    self.admission.on_probation(fid, now)  # spam from an earlier run?
             self._arm(fid)
         self.goset.added.clear()
         self._refresh_state(now)

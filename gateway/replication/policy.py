@@ -42,10 +42,11 @@ class Policy:
     # which feeds to replicate: every key met in the GOSET, or only an allow-list
     replicate_all: bool = True
     allow: frozenset[bytes] = field(default_factory=frozenset)
-    # GOSET admission (gateway/replication/admission.py): never these keys; at most this
-    # many unproven keys (no valid entry yet) named per face; unproven keys leave after
+    # GOSET admission (gateway/replication/admission.py): never these keys; new keys a
+    # face may name at once, refilled per interval (s); keys without an entry leave after
     deny: frozenset[bytes] = field(default_factory=frozenset)
-    goset_unproven_per_face: int = 24
+    goset_new_keys_per_face: int = 32
+    goset_new_keys_interval: float = 10.0
     goset_probation: float = 900.0
     # longest side chain fetched and tracked, in chunks; longer claims are counted, ignored
     max_chain_chunks: int = 10_000
@@ -142,8 +143,10 @@ class Policy:
                self.claim_redundancy, self.tx_jitter, self.push_window,
                self.request_delay, self.push_echo_weight) < 0:
             raise ValueError("budgets must not be negative")
-        if self.goset_unproven_per_face < 1 or self.goset_probation <= 0:
-            raise ValueError("goset_unproven_per_face and goset_probation must be positive")
+        if (self.goset_new_keys_per_face < 1 or self.goset_new_keys_interval <= 0
+                or self.goset_probation <= 0):
+            raise ValueError("goset_new_keys_per_face, goset_new_keys_interval and "
+                             "goset_probation must be positive")
         if self.push_redundancy < 1 or self.push_capacity < 1:
             raise ValueError("push_redundancy and push_capacity must be positive")
 

@@ -16,7 +16,8 @@ from ..runtime.harness import build_feeds, free_port, holdings, populate, stop, 
 CONFIG = """[policy]
 preset = "ip"
 goset_probation = 6.0
-goset_unproven_per_face = 8
+goset_new_keys_per_face = 8
+goset_new_keys_interval = 60.0
 """
 
 

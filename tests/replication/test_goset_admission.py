@@ -2,7 +2,7 @@
 
 Before: 4,000 random keys named to one node and 3,000 to another filled both GOSETs to
 the 100-key cap with different garbage; their WANT/CHNK DMX differed and no new entry
-ever crossed. Now a face may name only ``goset_unproven_per_face`` unproven keys, unproven
+ever crossed. Now a face may name only ``goset_new_keys_per_face`` new keys per interval, unproven
 keys leave after ``goset_probation``, and a deny-list / allow-list applies to feeds on
 disk at start as well."""
 
@@ -21,7 +21,7 @@ from gateway.wire.goset import Claim, Novelty
 from .mesh import Mesh, author, converged
 
 PROBATION = 120.0
-POLICY = DEFAULT.with_(goset_probation=PROBATION, goset_unproven_per_face=16)
+POLICY = DEFAULT.with_(goset_probation=PROBATION, goset_new_keys_per_face=16)
 
 
 def spam(node: Node, now: float, rng: random.Random, n: int) -> None:
@@ -56,7 +56,7 @@ def test_spammed_nodes_reconverge_and_a_new_honest_feed_reaches_both(allow_list)
     spam(b, mesh.now, rng, 3000)
     assert len(a.goset) <= 5 + 16 and len(b.goset) <= 5 + 16  # (before: 100 and 100)
     # after the probation the garbage has left both sets: the same set again
-    mesh.run_for(PROBATION + 60)
+    mesh.run_for(3 * PROBATION + 60)
     assert a.goset.state == b.goset.state == src.goset.state
     assert len(a.store) == len(b.store) == 5
     assert a.admission.expired + a.admission.refused_rate + a.admission.refused_denied > 0
