@@ -68,24 +68,50 @@ def _hex(col: str) -> Column:
     return F.lower(F.hex(F.col(col)))
 
 
-# --- stores: who held which item when --------------------------------------------------
+# --- pass 1: who held which item when, and what every frame sent or decoded was -------
 
-def _items(records: DataFrame) -> DataFrame:
+def _evidence(records: DataFrame) -> DataFrame:
+    """One pass over the records for what two small tables need, aggregated map-side.
+
+    A record is *item evidence* (a store record, or an entry or chunk sent: the node
+    held it) and/or *catalogue evidence* (a frame sent or decoded, with its kind). The
+    key keeps of each record only what its tables read (the node only for item
+    evidence), so the records collapse into a few rows per item and per distinct frame
+    before anything is shuffled. :func:`_items` and :func:`_catalogue` read the result.
+    """
+    d = F.col("dir")
+    is_item = (((d == "store") | ((d == "tx") & F.col("kind").isin(*PAYLOAD_KINDS)))
+               & F.col("feed").isNotNull() & F.col("seq").isNotNull())
+    is_cat = (d.isin("tx", "rx") & F.col("frame").isNotNull() & F.col("kind").isNotNull()
+              & (F.col("kind") != "unknown"))
+    both = records.select(
+        "run", "node", "dir", "face", "kind", "feed", "seq", "cnr", "t", "air", "frame",
+        is_item.alias("is_item"), is_cat.alias("is_cat")).where("is_item OR is_cat")
+    cat = F.col("is_cat")
+    return (both.groupBy(
+        "run", "is_item", "is_cat",
+        F.when(F.col("is_item"), F.col("node")).alias("node"),
+        "feed", "seq", "cnr",
+        F.when(cat, F.col("kind")).alias("kind"),
+        F.when(cat, _frame_hash()).alias("fh"))
+        .agg(F.min(F.when(F.col("is_item"), F.col("t"))).alias("t"),
+             F.min(F.when((d == "store") & F.col("face").isNull(), F.col("t")))
+             .alias("own_t"),
+             F.sum(F.when(cat & (d == "tx"), F.col("air"))).alias("air"),
+             F.sum(_i(cat & (d == "tx") & F.col("air").isNotNull())).alias("sent")))
+
+
+def _items(evidence: DataFrame) -> DataFrame:
     """(run, node, feed, seq, item): since when the node held it; ``own_t``: published.
 
     A node holds an item from its first store record of it, or from the first time it
     sent it (only what is held can be sent: this covers a gateway whose capture began
     after it had the entry; in a simulation every send comes after the store).
     """
-    d = F.col("dir")
-    evidence = records.where(((d == "store") | ((d == "tx") & F.col("kind").isin(*PAYLOAD_KINDS)))
-                             & F.col("feed").isNotNull() & F.col("seq").isNotNull())
-    return (evidence
+    return (evidence.where("is_item")
             .groupBy("run", "node", "feed", "seq",
                      F.coalesce(F.col("cnr"), F.lit(ENTRY_ITEM)).alias("item"))
-            .agg(F.min("t").alias("t"),
-                 F.min(F.when((d == "store") & F.col("face").isNull(), F.col("t")))
-                 .alias("own_t")))
+            .agg(F.min("t").alias("t"), F.min("own_t").alias("own_t")))
 
 
 def _entries(items: DataFrame) -> tuple[DataFrame, DataFrame]:
@@ -130,15 +156,13 @@ def _frame_hash() -> Column:
     return F.when(F.col("frame").isNotNull(), F.xxhash64("frame"))
 
 
-def _catalogue(records: DataFrame) -> DataFrame:
+def _catalogue(evidence: DataFrame) -> DataFrame:
     """(run, fh) of every frame sent or decoded: its kind, item and airtime."""
-    known = records.where(F.col("dir").isin("tx", "rx") & F.col("frame").isNotNull()
-                          & F.col("kind").isNotNull() & (F.col("kind") != "unknown"))
-    # decode fields as keys first: a hash aggregation (max over strings and bytes would
-    # sort every record); then one row per frame from the few variants left
-    variants = (known.groupBy("run", _frame_hash().alias("fh"), "kind", "feed", "seq", "cnr")
-                .agg(F.sum(F.when(F.col("dir") == "tx", F.col("air"))).alias("air"),
-                     F.sum(_i((F.col("dir") == "tx") & F.col("air").isNotNull())).alias("sent")))
+    # decode fields as keys first (a hash aggregation: max over strings and bytes would
+    # sort), then one row per frame from the few variants left
+    variants = (evidence.where("is_cat")
+                .groupBy("run", "fh", "kind", "feed", "seq", "cnr")
+                .agg(F.sum("air").alias("air"), F.sum("sent").alias("sent")))
     return (variants.groupBy("run", "fh")
             .agg(F.max("kind").alias("c_kind"), F.max("feed").alias("c_feed"),
                  F.max("seq").alias("c_seq"), F.max("cnr").alias("c_cnr"),
@@ -240,20 +264,25 @@ def compute(records: DataFrame, runs: DataFrame,
             step: Callable[[str], None] | None = None) -> Tables:
     """Every table of a campaign; ``step`` hears what is being computed.
 
-    Intermediate results are materialized on the way (``localCheckpoint``): each pass
-    over the records runs once, and the plans built on top start from small tables.
+    Two passes over the records, each aggregated map-side before anything is shuffled.
+    Every intermediate result is materialized once (``localCheckpoint``: short plans)
+    and partitioned by run, so the joins and aggregations by run built on it need no
+    further shuffle (with ``spark.sql.requireAllClusterKeysForCoPartition=false``, set
+    by :func:`spark.session.build_session`).
     """
-    def keep(df: DataFrame, what: str | None = None) -> DataFrame:
+    def keep(df: DataFrame, what: str | None = None, by: str | None = "run") -> DataFrame:
         if what is not None and step is not None:
             step(what)
-        return df.localCheckpoint()
+        return (df.repartition(by) if by else df).localCheckpoint()
 
-    items = keep(_items(records), "pass 1/3 over the records: stored items")
+    evidence = keep(_evidence(records),
+                    "pass 1/2 over the records: items stored and frames sent or decoded")
+    items = keep(_items(evidence))
+    catalogue = _catalogue(evidence)  # read once, broadcast to pass 2
     node_entry, entries = _entries(items)
     entries = keep(entries)
-    catalogue = keep(_catalogue(records), "pass 2/3: the frames sent and decoded")
     traffic = keep(_traffic(records, items, catalogue),
-                   "pass 3/3: frames, bytes, airtime and duplicates by node and kind")
+                   "pass 2/2: frames, bytes, airtime and duplicates by node and kind")
     if step is not None:
         step("deliveries, entries, nodes and runs")
     run_nodes = keep(_run_nodes(runs, traffic, items))
@@ -263,7 +292,7 @@ def compute(records: DataFrame, runs: DataFrame,
     entries_t = keep(_entries_table(entries, pairs, traffic))
     nodes = keep(_nodes_table(run_nodes, tracked, node_kind, traffic, items))
     runs_t = keep(_runs_table(runs, nodes, entries_t, tracked))
-    groups = keep(_groups(runs_t, tracked))
+    groups = keep(_groups(runs_t, tracked), by=None)
     deliveries = pairs.select("run", "node", _hex("feed").alias("feed"), "seq", "tracked", "own",
                               "first_t", "entry_t", "complete_t", "latency", "items",
                               "items_held", "complete")
@@ -374,10 +403,16 @@ def _runs_table(runs: DataFrame, nodes: DataFrame, entries: DataFrame,
         "tx_frames", "tx_bytes", "tx_air",
         F.when(F.col("delivered") > 0, F.col("tx_air") / F.col("delivered"))
         .alias("air_per_delivery"),
+        "air_bound", _efficiency("air_bound", "tx_air").alias("efficiency"),
         "rx_frames", "rx_bytes", "rx_air", "payload_received", "duplicates", "redundant",
         F.when(F.col("payload_received") > 0, F.col("redundant") / F.col("payload_received"))
         .alias("redundancy"),
         "lost", "collisions", "refused", "drops", "stalled_pairs", "start_t", "end_t")
+
+
+def _efficiency(bound: str, air: str) -> Column:
+    """The airtime lower bound as a share of the airtime spent (1.0: no more than it)."""
+    return F.when(F.col(bound).isNotNull() & (F.col(air) > 0), F.col(bound) / F.col(air))
 
 
 def _stalls(tracked: DataFrame, entries: DataFrame, runs_t: DataFrame) -> DataFrame:
@@ -439,7 +474,11 @@ def _groups(runs_t: DataFrame, tracked: DataFrame) -> DataFrame:
                       F.sum("payload_received").alias("payload_received"),
                       F.avg("collisions").alias("collisions_mean"),
                       F.sum("stalled_pairs").alias("stalled_pairs"),
-                      F.avg("tx_frames").alias("tx_frames_mean")))
+                      F.avg("tx_frames").alias("tx_frames_mean"),
+                      F.avg("air_bound").alias("air_bound_mean"),
+                      F.sum("air_bound").alias("air_bound_total"),
+                      F.sum(F.when(F.col("air_bound").isNotNull(), F.col("tx_air")))
+                      .alias("bounded_air")))
     pooled = (tracked.where(F.col("complete") & ~F.col("own"))
               .join(runs_t.select("run", "scenario", "policy"), "run")
               .groupBy("scenario", "policy")
@@ -450,4 +489,5 @@ def _groups(runs_t: DataFrame, tracked: DataFrame) -> DataFrame:
                                                    F.col("tx_air_total") / F.col("delivered")))
             .withColumn("redundancy", F.when(F.col("payload_received") > 0,
                                              F.col("redundant_total") / F.col("payload_received")))
-            .drop("payload_received"))
+            .withColumn("efficiency", _efficiency("air_bound_total", "bounded_air"))
+            .drop("payload_received", "air_bound_total", "bounded_air"))

@@ -7,14 +7,20 @@ configuration come from spark-submit's own options (``master=None``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "build_session", "parse_conf"]
+from .jvm_output import JvmOutput
+
+__all__ = ["DEFAULT_MASTER", "SparkStartError", "build_session", "check_master", "parse_conf",
+           "stop_quietly"]
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +33,46 @@ DEFAULTS: tuple[tuple[str, str], ...] = (
     ("spark.sql.sources.partitionColumnTypeInference.enabled", "false"),
     ("spark.driver.memory", "2g"),
 )
+
+
+# planning settings the job relies on, also under spark-submit; ``--conf`` overrides each:
+# tables partitioned by run join with each other on (run, ...) without a shuffle
+PLANNING: tuple[tuple[str, str], ...] = (
+    ("spark.sql.requireAllClusterKeysForCoPartition", "false"),
+)
+
+
+# the master URLs Spark accepts (spark-submit refuses anything else)
+MASTER_FORMS = "local, local[N], local[*], spark://HOST:PORT, yarn or k8s://https://HOST:PORT"
+_MASTER = re.compile(r"local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|local-cluster\[\d+,\d+,\d+\]"
+                     r"|spark://[^\s/,]+(,[^\s/,]+)*|yarn|k8s://\S+")
+
+
+class SparkStartError(Exception):
+    """The Spark JVM exited while starting; ``reason`` is its last error line, if any."""
+
+    def __init__(self, reason: str | None) -> None:
+        super().__init__(reason or "the Spark JVM exited while starting")
+        self.reason = reason
+
+
+def stop_quietly() -> None:
+    """Stop the running Spark context, if any, without a word from it or from py4j
+    (after Ctrl-C the interrupted call and the cancelled jobs have plenty to say)."""
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
+    sc = SparkContext._active_spark_context
+    if sc is None:
+        return
+    with contextlib.suppress(Exception):
+        sc.setLogLevel("OFF")
+    with contextlib.suppress(Exception):
+        sc.stop()
+
+
+def check_master(master: str) -> None:
+    """ValueError naming ``master`` unless Spark accepts it as a master URL."""
+    if not _MASTER.fullmatch(master):
+        raise ValueError(f"bad Spark master URL {master!r}: use {MASTER_FORMS}")
 
 
 def parse_conf(text: str) -> tuple[str, str]:
@@ -69,7 +115,18 @@ def build_session(master: str | None = None, conf: Sequence[tuple[str, str]] = (
                 builder = builder.config(key, value)
     for key, value in conf:
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    jvm = JvmOutput()
+    starting = SparkContext._active_spark_context is None and not _under_spark_submit()
+    try:
+        with jvm.capture() if starting else contextlib.nullcontext():
+            spark = builder.getOrCreate()
+    except Exception as exc:
+        if "JAVA_GATEWAY_EXITED" in str(exc):
+            raise SparkStartError(jvm.last_error()) from None
+        raise
+    for key, value in PLANNING:
+        if key not in given:
+            spark.conf.set(key, value)
     spark.sparkContext.setLogLevel(log_level)
     log.info("Spark %s, master %s", spark.version, spark.sparkContext.master)
     return spark
