@@ -29,6 +29,10 @@ log = logging.getLogger(__name__)
 
 Step = Callable[[str], None]
 
+# runs per partition of the tables built after the passes over the records (per run,
+# node and entry: small); one partition up to twice this many runs
+RUNS_PER_PARTITION = 64
+
 
 class InputError(Exception):
     """A mistake in what the user asked for: a missing file, an unwritable directory."""
@@ -153,7 +157,8 @@ def _analyze(request: AnalyzeRequest, step: Step, spark: SparkSession | None) ->
     runs = sum(len(ds.runs) for ds in datasets)
     step(f"analyzing {runs} run{'s' if runs != 1 else ''}, "
          f"{sum(ds.records for ds in datasets):,} records")
-    tables = compute(load_records(spark, datasets), runs_frame(spark, datasets), step)
+    tables = compute(load_records(spark, datasets), runs_frame(spark, datasets), step,
+                     partitions=max(1, runs // RUNS_PER_PARTITION))
     report = write_report(spark, tables, datasets, request.out, step)
     step(f"report written in {time.monotonic() - started:.1f} s")
     return report

@@ -261,20 +261,23 @@ TRAFFIC_SUMS = ("tx_frames", "tx_bytes", "tx_air", "rx_frames", "rx_bytes", "rx_
 
 
 def compute(records: DataFrame, runs: DataFrame,
-            step: Callable[[str], None] | None = None) -> Tables:
+            step: Callable[[str], None] | None = None, partitions: int = 1) -> Tables:
     """Every table of a campaign; ``step`` hears what is being computed.
 
     Two passes over the records, each aggregated map-side before anything is shuffled.
     Every intermediate result is materialized once (``localCheckpoint``: short plans)
-    and partitioned by run, so the joins and aggregations by run built on it need no
-    further shuffle (with ``spark.sql.requireAllClusterKeysForCoPartition=false``, set
-    by :func:`spark.session.build_session`).
+    in ``partitions`` partitions by run (one: no shuffle at all), so the joins and
+    aggregations by run built on them need no further shuffle: after the two passes,
+    each table is one stage (with ``spark.sql.requireAllClusterKeysForCoPartition=false``,
+    set by :func:`spark.session.build_session`, also for more partitions).
     """
-    def keep(df: DataFrame, what: str | None = None, by: str | None = "run") -> DataFrame:
+    def keep(df: DataFrame, what: str | None = None) -> DataFrame:
         if what is not None and step is not None:
             step(what)
-        return (df.repartition(by) if by else df).localCheckpoint()
+        placed = df.coalesce(1) if partitions <= 1 else df.repartition(partitions, "run")
+        return placed.localCheckpoint()
 
+    runs = keep(runs)
     evidence = keep(_evidence(records),
                     "pass 1/2 over the records: items stored and frames sent or decoded")
     items = keep(_items(evidence))
@@ -292,7 +295,7 @@ def compute(records: DataFrame, runs: DataFrame,
     entries_t = keep(_entries_table(entries, pairs, traffic))
     nodes = keep(_nodes_table(run_nodes, tracked, node_kind, traffic, items))
     runs_t = keep(_runs_table(runs, nodes, entries_t, tracked))
-    groups = keep(_groups(runs_t, tracked), by=None)
+    groups = keep(_groups(runs_t, tracked))
     deliveries = pairs.select("run", "node", _hex("feed").alias("feed"), "seq", "tracked", "own",
                               "first_t", "entry_t", "complete_t", "latency", "items",
                               "items_held", "complete")
