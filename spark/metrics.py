@@ -275,7 +275,7 @@ def compute(records: DataFrame, runs: DataFrame,
         if what is not None and step is not None:
             step(what)
         placed = df.coalesce(1) if partitions <= 1 else df.repartition(partitions, "run")
-        return placed.localCheckpoint()
+        return placed.persist()  # unlike a checkpoint, a cache keeps its partitioning
 
     runs = keep(runs)
     evidence = keep(_evidence(records),

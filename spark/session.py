@@ -11,7 +11,9 @@ import contextlib
 import logging
 import os
 import re
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from pyspark import SparkContext
@@ -56,17 +58,47 @@ class SparkStartError(Exception):
         self.reason = reason
 
 
+STOP_TIMEOUT = 60.0  # seconds to wait for Spark to cancel its jobs and stop
+
+
+class _Py4jNoise(logging.Filter):
+    """py4j reports a call cut short by Ctrl-C on the *root* logger, with a traceback;
+    that is expected when the user interrupts, so it goes to debug level only."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == "root" and "py4j" in record.pathname.replace("\\", "/"):
+            log.debug("py4j: %s", record.getMessage())
+            return False
+        return True
+
+
+def _quiet_interrupts() -> None:
+    """Ctrl-C raises KeyboardInterrupt and nothing else: PySpark's own SIGINT handler
+    calls into the JVM from inside the interrupted call (a reentrant py4j call that
+    fails with pages of errors); :func:`stop_quietly` cancels the jobs afterwards."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    root = logging.getLogger()
+    if not any(isinstance(f, _Py4jNoise) for f in root.filters):
+        root.addFilter(_Py4jNoise())
+
+
 def stop_quietly() -> None:
-    """Stop the running Spark context, if any, without a word from it or from py4j
-    (after Ctrl-C the interrupted call and the cancelled jobs have plenty to say)."""
-    logging.getLogger("py4j").setLevel(logging.CRITICAL)
+    """Cancel the running jobs and stop Spark, if it runs, without a word from it or
+    from py4j. Runs on a thread of its own: the interrupted thread's py4j connection
+    is gone."""
     sc = SparkContext._active_spark_context
     if sc is None:
         return
-    with contextlib.suppress(Exception):
-        sc.setLogLevel("OFF")
-    with contextlib.suppress(Exception):
-        sc.stop()
+
+    def stop() -> None:
+        for call in (lambda: sc.setLogLevel("OFF"), sc.cancelAllJobs, sc.stop):
+            with contextlib.suppress(Exception):
+                call()
+
+    worker = threading.Thread(target=stop, name="spark-stop", daemon=True)
+    worker.start()
+    worker.join(STOP_TIMEOUT)
 
 
 def check_master(master: str) -> None:
@@ -127,6 +159,7 @@ def build_session(master: str | None = None, conf: Sequence[tuple[str, str]] = (
     for key, value in PLANNING:
         if key not in given:
             spark.conf.set(key, value)
+    _quiet_interrupts()
     spark.sparkContext.setLogLevel(log_level)
     log.info("Spark %s, master %s", spark.version, spark.sparkContext.master)
     return spark

@@ -88,6 +88,7 @@ def test_bad_master_url_is_named_in_one_line_and_nothing_is_created(
 def test_ctrl_c_stops_spark_removes_the_output_and_exits_130(tmp_path: Path) -> None:
     """Ctrl-C in a terminal: SIGINT to the process group (the CLI and Spark's JVM)."""
     root = tmp_path / "caps"
+    root.mkdir()
     captures.write_hand_ref(root / "hand-ref.cbor")
     captures.write_gateway_dir(root / "gw-site")
     out = tmp_path / "report"
