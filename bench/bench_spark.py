@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import shutil
 import sys
 import tempfile
@@ -258,6 +259,7 @@ def main() -> int:
         print(f"{what} {n:,} records in {len(ds.runs)} runs ({size / 1e6:.0f} MB Parquet) in "
               f"{time.perf_counter() - started:.1f} s", flush=True)
         started = time.perf_counter()
+        load = [os.getloadavg()[0]]
 
         def step(message: str) -> None:
             if args.steps:
@@ -266,6 +268,7 @@ def main() -> int:
         report = analyze(AnalyzeRequest([str(root / "dataset")], root / "report", args.master,
                                         show_progress=False), step, spark)
         wall = time.perf_counter() - started
+        load.append(os.getloadavg()[0])
         verdict = "within" if wall <= TARGET_S else "OVER"
         print(f"Spark analysis ({args.master}): {wall:.1f} s wall, {n / wall:,.0f} records/s "
               f"({verdict} the {TARGET_S:.0f} s target); report {report.index}", flush=True)
@@ -278,6 +281,9 @@ def main() -> int:
         print(f"plain Python pass (1 process, same Parquet; run and node/kind metrics): "
               f"{base:.1f} s, "
               f"{n / base:,.0f} records/s; Spark is {base / wall:.2f}x its speed", flush=True)
+        print("load average (1 min) at the start and end of the Spark analysis and of the "
+              f"plain pass: {load[0]:.1f}, {load[1]:.1f}, {os.getloadavg()[0]:.1f} on "
+              f"{os.cpu_count()} cores", flush=True)
         wrong = check(spark_runs, spark_kinds, plain)
         if wrong:
             print("DISAGREE:\n  " + "\n  ".join(wrong[:20]), flush=True)

@@ -29,9 +29,9 @@ log = logging.getLogger(__name__)
 
 Step = Callable[[str], None]
 
-# runs per partition of the tables built after the passes over the records (per run,
-# node and entry: small); one partition up to twice this many runs
-RUNS_PER_PARTITION = 64
+# up to this many runs, the tables built after the passes over the records (per run,
+# node and entry: small) are kept in one partition
+ONE_PARTITION_RUNS = 128
 
 
 class InputError(Exception):
@@ -158,7 +158,7 @@ def _analyze(request: AnalyzeRequest, step: Step, spark: SparkSession | None) ->
     step(f"analyzing {runs} run{'s' if runs != 1 else ''}, "
          f"{sum(ds.records for ds in datasets):,} records")
     tables = compute(load_records(spark, datasets), runs_frame(spark, datasets), step,
-                     partitions=max(1, runs // RUNS_PER_PARTITION))
+                     one_partition=runs <= ONE_PARTITION_RUNS)
     report = write_report(spark, tables, datasets, request.out, step)
     step(f"report written in {time.monotonic() - started:.1f} s")
     return report

@@ -25,7 +25,8 @@ item the node held already.
 
 All joins on big inputs are broadcast joins against small, aggregated sides (the
 catalogue has one row per distinct frame, the held items one per stored item), so the
-records are read three times and shuffled only after aggregation. No Python UDFs.
+records are read twice (pass 1: items held and the catalogue, in one aggregation; pass
+2: the traffic) and shuffled only after aggregation. No Python UDFs.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class Tables:
     drops: DataFrame       # one row per (run, node, reason, kind)
     stalls: DataFrame      # one row per (run, node, feed, seq) never held completely
     group_kind: DataFrame  # one row per (scenario, policy, kind): mean per run
+
 
     def items(self) -> list[tuple[str, DataFrame]]:
         return [(f.name, getattr(self, f.name)) for f in fields(self)]
@@ -261,23 +263,20 @@ TRAFFIC_SUMS = ("tx_frames", "tx_bytes", "tx_air", "rx_frames", "rx_bytes", "rx_
 
 
 def compute(records: DataFrame, runs: DataFrame,
-            step: Callable[[str], None] | None = None, partitions: int = 1) -> Tables:
+            step: Callable[[str], None] | None = None, one_partition: bool = True) -> Tables:
     """Every table of a campaign; ``step`` hears what is being computed.
 
     Two passes over the records, each aggregated map-side before anything is shuffled.
-    Every intermediate result is materialized once (``localCheckpoint``: short plans)
-    in ``partitions`` partitions by run (one: no shuffle at all), so the joins and
-    aggregations by run built on them need no further shuffle: after the two passes,
-    each table is one stage (with ``spark.sql.requireAllClusterKeysForCoPartition=false``,
-    set by :func:`spark.session.build_session`, also for more partitions).
+    Every intermediate result is materialized once (``localCheckpoint``: the plans
+    built on it stay short, and Spark plans them quickly); with ``one_partition``
+    (campaigns of up to a hundred runs or so) coalesced into one partition first: no
+    shuffle, and one task per stage where many tiny ones would cost more than they split.
     """
     def keep(df: DataFrame, what: str | None = None) -> DataFrame:
         if what is not None and step is not None:
             step(what)
-        placed = df.coalesce(1) if partitions <= 1 else df.repartition(partitions, "run")
-        return placed.persist()  # unlike a checkpoint, a cache keeps its partitioning
+        return (df.coalesce(1) if one_partition else df).localCheckpoint()
 
-    runs = keep(runs)
     evidence = keep(_evidence(records),
                     "pass 1/2 over the records: items stored and frames sent or decoded")
     items = keep(_items(evidence))

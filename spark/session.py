@@ -37,13 +37,6 @@ DEFAULTS: tuple[tuple[str, str], ...] = (
 )
 
 
-# planning settings the job relies on, also under spark-submit; ``--conf`` overrides each:
-# tables partitioned by run join with each other on (run, ...) without a shuffle
-PLANNING: tuple[tuple[str, str], ...] = (
-    ("spark.sql.requireAllClusterKeysForCoPartition", "false"),
-)
-
-
 # the master URLs Spark accepts (spark-submit refuses anything else)
 MASTER_FORMS = "local, local[N], local[*], spark://HOST:PORT, yarn or k8s://https://HOST:PORT"
 _MASTER = re.compile(r"local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|local-cluster\[\d+,\d+,\d+\]"
@@ -156,9 +149,6 @@ def build_session(master: str | None = None, conf: Sequence[tuple[str, str]] = (
         if "JAVA_GATEWAY_EXITED" in str(exc):
             raise SparkStartError(jvm.last_error()) from None
         raise
-    for key, value in PLANNING:
-        if key not in given:
-            spark.conf.set(key, value)
     _quiet_interrupts()
     spark.sparkContext.setLogLevel(log_level)
     log.info("Spark %s, master %s", spark.version, spark.sparkContext.master)

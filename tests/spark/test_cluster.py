@@ -58,6 +58,7 @@ def _state(ui_port: int) -> dict[str, Any]:
 def standalone_cluster(work: Path, workers: int = 2) -> Iterator[tuple[str, int]]:
     """A master and ``workers`` workers (one core each); yields (master URL, UI port)."""
     home = Path(pyspark.__file__).resolve().parent
+    work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": HOST,
            "SPARK_DAEMON_MEMORY": "256m", "SPARK_LOG_DIR": str(work / "logs")}
     port, ui = _free_port(), _free_port()
