@@ -139,7 +139,7 @@ def _entries(items: DataFrame) -> tuple[DataFrame, DataFrame]:
                  .alias("seen_set")))
     runs_publishing = published.select("run").distinct().withColumn("publishing", F.lit(True))
     entries = (seen.join(published, ["run", "feed", "seq"], "left")
-               .join(runs_publishing, "run", "left")
+               .join(F.broadcast(runs_publishing), "run", "left")
                .select("run", "feed", "seq",
                        F.col("pub_t").isNotNull().alias("published"),
                        (F.col("pub_t").isNotNull() | F.col("publishing").isNull())
@@ -235,7 +235,7 @@ def _node_kind(traffic: DataFrame) -> DataFrame:
 def _run_nodes(runs: DataFrame, traffic: DataFrame, items: DataFrame) -> DataFrame:
     declared = runs.select("run", F.explode("declared_nodes").alias("node"))
     seen = traffic.select("run", "node").union(items.select("run", "node")).distinct()
-    undeclared = seen.join(declared.select("run").distinct(), "run", "left_anti")
+    undeclared = seen.join(F.broadcast(declared.select("run").distinct()), "run", "left_anti")
     return declared.union(undeclared).distinct()
 
 
@@ -243,7 +243,7 @@ def _pairs(entries: DataFrame, node_entry: DataFrame, run_nodes: DataFrame) -> D
     """Every (run, node, entry): when the node held the entry, if it did."""
     complete = F.col("items_held") >= F.col("items")
     return (entries.select("run", "feed", "seq", "tracked", "author", "first_t", "items")
-            .join(run_nodes, "run")
+            .join(F.broadcast(run_nodes), "run")
             .join(node_entry, ["run", "node", "feed", "seq"], "left")
             .withColumn("items_held", F.coalesce("items_held", F.lit(0)))
             .select("run", "node", "feed", "seq", "tracked",
@@ -345,9 +345,9 @@ def _nodes_table(run_nodes: DataFrame, tracked: DataFrame, node_kind: DataFrame,
                                         F.max("last_t").alias("last_t")))
     counts = ["entries", "held", "payload_received",
               *[c for c in TRAFFIC_SUMS if not c.endswith("_air")]]
-    return (run_nodes.join(status, ["run", "node"], "left")
-            .join(sums, ["run", "node"], "left")
-            .join(span, ["run", "node"], "left")
+    return (run_nodes.join(F.broadcast(status), ["run", "node"], "left")
+            .join(F.broadcast(sums), ["run", "node"], "left")
+            .join(F.broadcast(span), ["run", "node"], "left")
             .na.fill(0, counts)
             .na.fill(0.0, ["tx_air", "rx_air"])
             .withColumn("complete", F.col("held") == F.col("entries"))
@@ -386,8 +386,9 @@ def _runs_table(runs: DataFrame, nodes: DataFrame, entries: DataFrame,
     counts = ["nodes", "nodes_complete", "held_pairs", "entries", "entries_complete",
               "delivered", "stalled_pairs", "payload_received",
               *[c for c in TRAFFIC_SUMS if not c.endswith("_air")]]
-    out = (runs.join(node_sum, "run", "left").join(entry_sum, "run", "left")
-           .join(pair_sum, "run", "left")
+    out = (runs.join(F.broadcast(node_sum), "run", "left")
+           .join(F.broadcast(entry_sum), "run", "left")
+           .join(F.broadcast(pair_sum), "run", "left")
            .na.fill(0, counts).na.fill(0.0, ["tx_air", "rx_air"]))
     total = F.col("nodes") * F.col("entries")
     converged = (F.col("nodes") > 0) & (F.col("nodes_complete") == F.col("nodes"))
@@ -426,7 +427,7 @@ def _stalls(tracked: DataFrame, entries: DataFrame, runs_t: DataFrame) -> DataFr
                                  F.col("last_store_t").alias("entry_last_progress_t")),
                   ["run", "feed", "seq"])
             .withColumn("missing", missing)
-            .join(runs_t.select("run", "end_t"), "run")
+            .join(F.broadcast(runs_t.select("run", "end_t")), "run")
             .select("run", "node", _hex("feed").alias("feed"), "seq", "first_t", "items",
                     "items_held",
                     F.when(F.col("items_held") == 0, F.lit("nothing"))
@@ -441,10 +442,10 @@ def _group_kind(node_kind: DataFrame, runs_t: DataFrame) -> DataFrame:
     """Per (scenario, policy, kind): frames and airtime per run of the group."""
     sums = ("tx_frames", "tx_bytes", "tx_air", "rx_frames", "duplicates", "collisions")
     group_runs = runs_t.groupBy("scenario", "policy").agg(F.count("*").alias("runs"))
-    return (node_kind.join(runs_t.select("run", "scenario", "policy"), "run")
+    return (node_kind.join(F.broadcast(runs_t.select("run", "scenario", "policy")), "run")
             .groupBy("scenario", "policy", "kind")
             .agg(*[F.sum(c).alias(c) for c in sums])
-            .join(group_runs, ["scenario", "policy"])
+            .join(F.broadcast(group_runs), ["scenario", "policy"])
             .select("scenario", "policy", "kind", "runs",
                     *[(F.col(c) / F.col("runs")).alias(f"{c}_per_run") for c in sums]))
 
@@ -456,7 +457,7 @@ def _curve(tracked: DataFrame, runs_t: DataFrame) -> DataFrame:
     upto = Window.partitionBy("run").orderBy("t").rowsBetween(Window.unboundedPreceding, 0)
     total = F.col("nodes") * F.col("entries")
     return (steps.withColumn("held", F.sum("n").over(upto))
-            .join(runs_t.select("run", "nodes", "entries"), "run")
+            .join(F.broadcast(runs_t.select("run", "nodes", "entries")), "run")
             .select("run", "t", "held", (F.col("held") / total).alias("share")))
 
 
@@ -482,11 +483,11 @@ def _groups(runs_t: DataFrame, tracked: DataFrame) -> DataFrame:
                       F.sum(F.when(F.col("air_bound").isNotNull(), F.col("tx_air")))
                       .alias("bounded_air")))
     pooled = (tracked.where(F.col("complete") & ~F.col("own"))
-              .join(runs_t.select("run", "scenario", "policy"), "run")
+              .join(F.broadcast(runs_t.select("run", "scenario", "policy")), "run")
               .groupBy("scenario", "policy")
               .agg(F.median("latency").alias("latency_median"),
                    _pct("latency", 0.95).alias("latency_p95")))
-    return (per_group.join(pooled, ["scenario", "policy"], "left")
+    return (per_group.join(F.broadcast(pooled), ["scenario", "policy"], "left")
             .withColumn("air_per_delivery", F.when(F.col("delivered") > 0,
                                                    F.col("tx_air_total") / F.col("delivered")))
             .withColumn("redundancy", F.when(F.col("payload_received") > 0,
