@@ -85,9 +85,12 @@ def stop_quietly() -> None:
         return
 
     def stop() -> None:
-        for call in (lambda: sc.setLogLevel("OFF"), sc.cancelAllJobs, sc.stop):
-            with contextlib.suppress(Exception):
-                call()
+        with contextlib.suppress(Exception):
+            sc.setLogLevel("OFF")
+        with contextlib.suppress(Exception):
+            sc.cancelAllJobs()
+        with contextlib.suppress(Exception):
+            sc.stop()
 
     worker = threading.Thread(target=stop, name="spark-stop", daemon=True)
     worker.start()
