@@ -23,6 +23,7 @@ __all__ = ["JvmOutput"]
 log = logging.getLogger("spark.jvm")
 
 KEPT_LINES = 40
+PROGRESS = b"[Stage "  # how Spark's console progress bar starts
 
 
 class JvmOutput:
@@ -75,9 +76,12 @@ class JvmOutput:
                 if end < 0:
                     return data
                 piece, data = data[:end], data[end:]
-                if self.forward_progress:
+                text = piece[1:]
+                if text.strip() and not text.startswith(PROGRESS):  # a line after a redraw
+                    self._line(text)
+                elif self.forward_progress:
                     with contextlib.suppress(OSError):
-                        os.write(terminal, piece if piece.strip() else piece + b"\r")
+                        os.write(terminal, piece if text.strip() else piece + b"\r")
                 continue
             end = data.find(b"\n")
             cr = data.find(b"\r")
