@@ -133,7 +133,7 @@ class Session:
         return self.encrypt_key + self.encrypt_nonce + self.decrypt_key + self.decrypt_nonce
 
 
-class HandshakeFailed(Exception):  # noqa: N818 - a verdict, read as "handshake failed: ..."
+class HandshakeFailed(Exception):
     """The peer's message did not verify; ``reason`` is one line for the log."""
 
     def __init__(self, reason: str) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from gateway.secure.shs import HandshakeFailed, Identity, ShsClient, ShsServer  # noqa: E402
+from gateway.secure.shs import HandshakeFailed, Identity, ShsClient, ShsServer
 
 
 def _read(n: int) -> bytes:
