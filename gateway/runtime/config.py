@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 from ..replication.policy import Policy, policy_from_mapping
 from ..tomllines import TomlLines
 from ..wire.lora import PROFILES, LoRaParams, profile
+from .secure_config import EXAMPLE_TABLE as SECURE_EXAMPLE
+from .secure_config import SECURE_KEYS, SecureConfig, read_secure_table
 
 __all__ = [
     "CONFIG_FILE",
@@ -64,7 +66,8 @@ duty_cycle = 0.01         # share of airtime the gateway may use
 enabled = false           # BLE central: connect to tinySSB peripherals
 address = ""              # one device ("" = scan for the tinySSB service)
 max_peers = 4
-"""
+
+""" + SECURE_EXAMPLE
 
 
 class ConfigError(Exception):
@@ -110,10 +113,12 @@ class GatewayConfig:
     udp: UdpConfig | None = None
     serial: SerialConfig | None = None
     ble: BleConfig | None = None
+    secure: SecureConfig = field(default_factory=SecureConfig)
     source: str = "(flags)"
 
     def has_faces(self) -> bool:
-        return bool(self.ws_listen or self.ws_connect or self.udp or self.serial or self.ble)
+        return bool(self.ws_listen or self.ws_connect or self.udp or self.serial or self.ble
+                    or self.secure.active())
 
     def auto_preset(self) -> str:
         """Without a preset named: ``default`` (tuned for radio airtime) when a LoRa dongle
@@ -136,12 +141,13 @@ class GatewayConfig:
 # --- parsing --------------------------------------------------------------------------
 
 _TOP = {"name", "status_interval", "flush_interval", "capture", "policy", "websocket", "udp",
-        "serial", "ble"}
+        "serial", "ble", "secure"}
 _TABLES: dict[str, set[str]] = {
     "websocket": {"listen", "connect"},
     "udp": {"enabled", "group", "port", "interface", "loopback"},
     "serial": {"port", "profile", "board", "duty_cycle"},
     "ble": {"enabled", "address", "max_peers"},
+    "secure": SECURE_KEYS,
 }
 
 
@@ -286,6 +292,9 @@ def _parse(source: str, text: str) -> GatewayConfig:
         if ble.get("enabled", bool, True):
             cfg.ble = BleConfig(ble.get("address", str, "") or None,
                                 int(ble.number("max_peers", 4, 1, 16)))
+
+    if "secure" in data:
+        cfg.secure = read_secure_table(_Reader(source, lines, "secure", data["secure"]))
     return cfg
 
 

@@ -255,8 +255,8 @@ class SecureServer(Link):
             raise LinkError(f"cannot listen on {self.address}: {os_reason(exc)}") from None
         if self.port == 0 and self._server.sockets:
             self.port = self._server.sockets[0].getsockname()[1]
-        allowed = ("any identity" if self.allow is None
-                   else f"{len(self.allow)} allowed identities")
+        allowed = ("any identity with the key" if self.allow is None
+                   else f"allow-list of {len(self.allow)}")
         log.info("%s: listening on %s as %s (%s, %s)", self.name, self.address,
                  format_id(self.identity.public), describe_network_key(self.network_key),
                  allowed)
