@@ -22,11 +22,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_gateway import status  # noqa: E402 - bench/ is the script's directory
+from bench_gateway import status
 
-from gateway.store.keys import load_or_create_key  # noqa: E402
-from gateway.wire.ident import format_id  # noqa: E402
-from tests.runtime.harness import build_feeds, free_port, populate, stop, tinyssb, wait_for  # noqa: E402
+from gateway.store.keys import load_or_create_key
+from gateway.wire.ident import format_id
+from tests.runtime.harness import build_feeds, free_port, populate, stop, tinyssb, wait_for
 
 
 def one_run(tmp: Path, a: Path, kind: str, entries: int, id_a: str, round_no: int) -> float:
