@@ -9,7 +9,8 @@ A connection runs SHS first (client hello, server hello, client authenticate, se
 accept), keyed by the deployment's network key; the server accepts only identities on
 its allow-list, checked inside the handshake before it answers message 3. Only then
 does a face come up: one tinySSB frame per box, no CRC trailer (the box's MAC is
-stronger). Our identity is the node's feed key.
+stronger). Our identity is the node's feed key: the runtime's ``key`` attribute
+(:attr:`Gateway.key <gateway.runtime.gateway.Gateway>`), unless one is given.
 
 Refusals are quiet: a wrong network key, an identity not allowed, a tampered or
 truncated handshake, a handshake that takes longer than ``handshake_timeout``: the
@@ -29,7 +30,7 @@ import logging
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from ..replication.faces import Face, FaceKind
 from ..secure import BoxDecoder, BoxEncoder, BoxStreamError, HandshakeFailed, Identity
@@ -40,15 +41,9 @@ from ..wire.entry import FeedKey
 from ..wire.ident import format_id
 from .base import Backoff, Link, LinkError, LinkHost, Outbox, os_reason
 
-__all__ = ["SecureClient", "SecureHost", "SecureServer", "SecureSettings"]
+__all__ = ["SecureClient", "SecureServer", "SecureSettings"]
 
 log = logging.getLogger(__name__)
-
-
-class SecureHost(LinkHost, Protocol):
-    """The runtime as a secure link sees it: also the node's feed key, our identity."""
-
-    key: FeedKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +200,7 @@ class _Peer:
 
 
 def _identity_of(host: LinkHost, given: Identity | None, name: str) -> Identity:
+    """The identity given, or else the host's feed key (the gateway's ``key``)."""
     if given is not None:
         return given
     key = getattr(host, "key", None)
