@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -150,3 +152,36 @@ def test_network_keys() -> None:
     assert describe_network_key(DEFAULT_NETWORK_KEY) == "the tinySSB default network key"
     assert "main-net" in describe_network_key(SSB_MAIN_NETWORK_KEY)
     assert describe_network_key(NET).startswith("network key ")
+
+
+@settings(max_examples=40, deadline=None)
+@given(cuts=st.lists(st.integers(min_value=1, max_value=63), max_size=6),
+       extra=st.binary(max_size=40))
+def test_handshake_over_any_fragmentation(cuts: list[int], extra: bytes) -> None:
+    client, server = pair()
+
+    def deliver(data: bytes, to: ShsClient | ShsServer) -> None:
+        edges = sorted({0, len(data), *(c for c in cuts if c < len(data))})
+        for a, b in itertools.pairwise(edges):
+            to.receive_data(data[a:b])
+
+    deliver(client.data_to_send(), server)
+    deliver(server.data_to_send(), client)
+    deliver(client.data_to_send(), server)
+    deliver(server.data_to_send() + extra, client)
+    assert client.done and server.done and client.rest == extra
+    assert client.session is not None and server.session is not None
+    assert client.session.outcome()[:56] == server.session.outcome()[56:]
+
+
+@settings(max_examples=60, deadline=None)
+@given(junk=st.binary(min_size=1, max_size=300), server_side=st.booleans())
+def test_random_bytes_only_ever_fail_the_handshake(junk: bytes, server_side: bool) -> None:
+    client, server = pair()
+    side: ShsClient | ShsServer = server if server_side else client
+    try:
+        side.receive_data(junk)
+    except HandshakeFailed:
+        assert side.phase is Phase.FAILED and not side.done
+    else:  # too short to be a whole message yet
+        assert len(junk) < MSG1_LEN and side.phase is Phase.HELLO
