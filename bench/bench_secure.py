@@ -8,12 +8,14 @@ stored before any clock starts, as in bench_gateway.py). For each link kind in t
 fresh, empty gateway B connects to A (``--connect ws://...`` or ``--secure-connect
 HOST:PORT@ID``); the clock runs from B's start until B's status shows every entry and
 chunk. With ``--rounds`` above 1 the kinds alternate and the best round of each counts.
-Printed: wall seconds and entries/s per kind, and the secure link's share of plain.
+Printed: wall seconds and entries/s per kind, the CPU seconds both gateways spent (a
+steadier measure than wall time on a shared machine), and the secure link's share.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -29,8 +31,16 @@ from gateway.wire.ident import format_id
 from tests.runtime.harness import build_feeds, free_port, populate, stop, tinyssb, wait_for
 
 
-def one_run(tmp: Path, a: Path, kind: str, entries: int, id_a: str, round_no: int) -> float:
-    """Start A listening on ``kind``, a fresh B connecting; seconds until B has it all."""
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process (Linux /proc), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def one_run(tmp: Path, a: Path, kind: str, entries: int, id_a: str,
+            round_no: int) -> tuple[float, float]:
+    """Start A listening on ``kind``, a fresh B connecting; seconds until B has it all,
+    and the CPU seconds both gateways used meanwhile."""
     b = tmp / f"b-{kind}-{round_no}"
     b.mkdir()
     key_b, _ = load_or_create_key(b)
@@ -44,12 +54,14 @@ def one_run(tmp: Path, a: Path, kind: str, entries: int, id_a: str, round_no: in
     ga = tinyssb(a, "run", *listen, "--status-interval", "0", log=tmp / f"a-{kind}.log")
     try:
         wait_for(lambda: bool(status(a)), 60, "gateway a starts", [ga])
+        cpu_a = cpu_seconds(ga.pid)
         gb = tinyssb(b, "run", *connect, "--status-interval", "0", log=tmp / f"b-{kind}.log")
         try:
             def done() -> bool:
                 st = status(b)
                 return bool(st) and st["entries"] == entries and st["missing_chunks"] == 0
-            return wait_for(done, 3600, f"b replicates over {kind}", [ga, gb])
+            wall = wait_for(done, 3600, f"b replicates over {kind}", [ga, gb])
+            return wall, cpu_seconds(ga.pid) - cpu_a + cpu_seconds(gb.pid)
         finally:
             stop(gb)
     finally:
@@ -71,6 +83,7 @@ def main(argv: list[str] | None = None) -> None:
     entries = sum(len(f) for f in feeds)
     chunks = sum(len(e.chunks) for f in feeds for e in f)
     best: dict[str, float] = {}
+    best_cpu: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="tinyssb-bench-secure-") as name:
         tmp = Path(name)
         a = tmp / "a"
@@ -80,14 +93,19 @@ def main(argv: list[str] | None = None) -> None:
               f"built and stored in {time.perf_counter() - t0:.1f} s", flush=True)
         for r in range(args.rounds):
             for kind in ("websocket", "secure"):
-                wall = one_run(tmp, a, kind, entries, format_id(key_a.fid), r)
+                wall, cpu = one_run(tmp, a, kind, entries, format_id(key_a.fid), r)
                 print(f"  round {r + 1} {kind:<9}: {wall:6.1f} s, {entries / wall:8,.0f} "
-                      "entries/s", flush=True)
+                      f"entries/s; both gateways used {cpu:.1f} CPU s", flush=True)
                 best[kind] = min(best.get(kind, wall), wall)
+                best_cpu[kind] = min(best_cpu.get(kind, cpu), cpu)
     plain, secure = entries / best["websocket"], entries / best["secure"]
-    print(f"plain WebSocket: {plain:,.0f} entries/s ({best['websocket']:.1f} s)")
-    print(f"secure link:     {secure:,.0f} entries/s ({best['secure']:.1f} s)")
-    print(f"secure / plain:  {secure / plain:.0%}")
+    print(f"plain WebSocket: {plain:,.0f} entries/s ({best['websocket']:.1f} s, "
+          f"{best_cpu['websocket']:.1f} CPU s)")
+    print(f"secure link:     {secure:,.0f} entries/s ({best['secure']:.1f} s, "
+          f"{best_cpu['secure']:.1f} CPU s)")
+    print(f"secure / plain:  {secure / plain:.0%} of the entries/s, "
+          f"{best_cpu['secure'] / best_cpu['websocket']:.0%} of the CPU time "
+          f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
 
 
 if __name__ == "__main__":
