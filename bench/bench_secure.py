@@ -10,11 +10,15 @@ HOST:PORT@ID``); the clock runs from B's start until B's status shows every entr
 chunk. With ``--rounds`` above 1 the kinds alternate and the best round of each counts.
 Printed: wall seconds and entries/s per kind, the CPU seconds both gateways spent (a
 steadier measure than wall time on a shared machine), and the secure link's share.
+First, the links alone: 120-byte frames from a client link to a server link in one
+process, without a Node, frames/s and CPU per frame for each kind.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
 import os
 import shutil
 import sys
@@ -26,9 +30,85 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_gateway import status
 
+from gateway.replication.faces import Face
+from gateway.secure import Identity
 from gateway.store.keys import load_or_create_key
+from gateway.transports.base import Link, RadioMeta, SendFn
+from gateway.transports.secure import SecureClient, SecureServer
+from gateway.transports.websocket import WebSocketClient, WebSocketServer
 from gateway.wire.ident import format_id
 from tests.runtime.harness import build_feeds, free_port, populate, stop, tinyssb, wait_for
+
+
+class _Counter:
+    """A LinkHost that only counts the frames it is given."""
+
+    def __init__(self, want: int) -> None:
+        self.sends: dict[str, SendFn] = {}
+        self.frames = 0
+        self.want = want
+        self.all_in = asyncio.Event()
+
+    def face_up(self, face: Face, send: SendFn) -> None:
+        self.sends[face.name] = send
+
+    def face_down(self, name: str, reason: str) -> None:
+        self.sends.pop(name, None)
+
+    def frame_in(self, face: str, frame: bytes, meta: RadioMeta | None = None) -> None:
+        self.frames += 1
+        if self.frames == self.want:
+            self.all_in.set()
+
+
+async def _link_pair(kind: str, frames: int) -> tuple[float, float]:
+    """``frames`` 120-byte frames from a client link to a server link in this process:
+    frames/s and CPU microseconds per frame (both ends)."""
+    server_host, client_host = _Counter(frames), _Counter(0)
+    server: Link
+    client: Link
+    if kind == "websocket":
+        server = WebSocketServer(0, "127.0.0.1")
+        await server.start(server_host)
+        client = WebSocketClient(f"ws://127.0.0.1:{server.port}", proxy=None)
+    else:
+        a, b = Identity.from_seed(bytes([1]) * 32), Identity.from_seed(bytes([2]) * 32)
+        server = SecureServer(0, "127.0.0.1", network_key=bytes(32), allow=None, identity=a)
+        await server.start(server_host)
+        client = SecureClient("127.0.0.1", server.port, a.public, network_key=bytes(32),
+                              identity=b)
+    await client.start(client_host)
+    while not server_host.sends:
+        await asyncio.sleep(0.01)
+    [send] = client_host.sends.values()
+    frame = bytes(range(120))
+    t0, c0 = time.perf_counter(), time.process_time()
+    sent = 0
+    while sent < frames:  # as fast as the outbox takes them
+        while sent < frames and send(frame):
+            sent += 1
+        await asyncio.sleep(0)
+    await asyncio.wait_for(server_host.all_in.wait(), 120)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    await client.close()
+    await server.close()
+    return frames / wall, cpu / frames * 1e6
+
+
+def link_bench(frames: int, rounds: int) -> None:
+    """The links alone, without the Node: what a frame costs on each kind."""
+    logging.getLogger("gateway").setLevel(logging.WARNING)
+    best: dict[str, tuple[float, float]] = {}
+    for _ in range(rounds):
+        for kind in ("websocket", "secure"):
+            rate, us = asyncio.run(_link_pair(kind, frames))
+            old = best.get(kind)
+            best[kind] = (max(rate, old[0]), min(us, old[1])) if old else (rate, us)
+    for kind, (rate, us) in best.items():
+        print(f"link only, {kind:<9}: {rate:8,.0f} frames/s, {us:5.1f} CPU us per frame "
+              "(both ends)")
+    print(f"link only, secure / plain: {best['secure'][0] / best['websocket'][0]:.0%} of the "
+          "frames/s", flush=True)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -75,8 +155,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--entries", type=int, default=1000, help="entries per feed (1000)")
     ap.add_argument("--rounds", type=int, default=1, help="rounds per link kind (1)")
     ap.add_argument("--quick", action="store_true", help="20 feeds x 100 entries")
+    ap.add_argument("--link-frames", type=int, default=20000,
+                    help="frames for the link-only measurement (20000; 0: skip it)")
     args = ap.parse_args(argv)
     n_feeds, n_entries = (20, 100) if args.quick else (args.feeds, args.entries)
+    if args.link_frames:
+        link_bench(args.link_frames, max(2, args.rounds))
 
     t0 = time.perf_counter()
     feeds = build_feeds(n_feeds, n_entries)
