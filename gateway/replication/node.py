@@ -628,8 +628,11 @@ class Node:
                                   + self._rng.uniform(0.0, 0.25))
             else:
                 delay = self._rng.uniform(0.0, window)
-            if p.push_echo_weight and heard_on is not None:
-                delay += window * p.push_echo_weight * (1.0 - fs.echo_rate)
+            if p.push_echo_weight and heard_on is not None and fs.density > 1.0:
+                # only where neighbours relay what we hear (a dense mesh): a lone bridge
+                # between two parts of a sparse mesh must not hold back
+                dense = min(1.0, (fs.density - 1.0) / p.push_echo_density)
+                delay += window * p.push_echo_weight * dense * (1.0 - fs.echo_rate)
             if name == heard_on:
                 fs.copies[packet] = 1
                 if len(fs.copies) > _COPIES_KEPT:
