@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import math
 import random
+import struct
 from bisect import bisect_left
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from statistics import NormalDist
@@ -40,14 +42,16 @@ from gateway.replication.faces import AirtimeBudget
 from gateway.wire.lora import LoRaParams
 
 from .phy import (
+    BELOW_SENSITIVITY,
     CAPTURE_THRESHOLD_DB,
+    COLLISION,
+    HALF_DUPLEX,
     PathLoss,
     airtime,
     check_params,
     dbm_to_mw,
     mw_to_dbm,
     noise_floor_dbm,
-    reception,
     sensitivity_dbm,
 )
 
@@ -73,6 +77,7 @@ CAD_SYMBOLS = 2
 
 SHADOW_BITS = 12  # shadowing draws take one of 2**12 equally likely normal quantiles
 SHADOW_LEVELS = 1 << SHADOW_BITS
+_WORD_SHIFT = 32 - SHADOW_BITS  # a level is the top bits of one 32-bit Mersenne Twister word
 FAR_Q = 1 / 16  # links whose frames clear the noise margin less often than this are "far"
 
 
@@ -115,12 +120,18 @@ class Radio:
     sensitivity: float
     noise_mw: float
     budget: AirtimeBudget | None  # the same ledger as the Node keeps for its face
+    noise_dbm: float = 0.0  # mw_to_dbm(noise_mw), set by the channel
     busy_until: float = -math.inf
     own: deque[tuple[float, float]] = field(default_factory=deque)  # recent (start, end)
     arriving: deque[Transmission] = field(default_factory=deque)  # recent frames heard here
     links: list[Link] = field(default_factory=list)  # drawn one by one
     far: list[Link] = field(default_factory=list)  # each rarely clears the noise: thinned
     far_q: float = 0.0  # the largest chance of a far link clearing it
+    # ``links`` unpacked for the draw: (link, first, median, receiver, its arriving deque,
+    # sensitivity, neighbour), and the struct that splits their random words
+    near: list[tuple[Link, int, float, int, deque[Transmission], float, bool]] = field(
+        default_factory=list)
+    unpack: Callable[[bytes], tuple[int, ...]] = struct.Struct("<0I").unpack
 
     def transmitting_during(self, start: float, end: float) -> bool:
         return any(s < end and e > start for s, e in self.own)
@@ -164,6 +175,7 @@ class LoRaChannel:
         self.radios: list[Radio] = []
         self._by_name: dict[str, int] = {}
         self._linked = False
+        self._offsets: list[float] = []
         self._longest = 0.0  # the longest airtime seen: older frames cannot overlap new ones
         self._airtime: dict[tuple[LoRaParams, int], float] = {}
 
@@ -179,6 +191,7 @@ class LoRaChannel:
         radio = Radio(len(self.radios), name, float(x), float(y), params, key,
                       sensitivity_dbm(params.sf, params.bandwidth_hz),
                       dbm_to_mw(noise_floor_dbm(params.bandwidth_hz)), budget)
+        radio.noise_dbm = mw_to_dbm(radio.noise_mw)
         self.radios.append(radio)
         self._by_name[name] = radio.index
         self._linked = False
@@ -226,6 +239,11 @@ class LoRaChannel:
                 else:
                     radio.far.append(link)
                     radio.far_q = max(radio.far_q, q)
+            radio.near = [(link, link.first, link.median, link.receiver,
+                           self.radios[link.receiver].arriving, link.sensitivity,
+                           link.neighbour) for link in radio.links]
+            radio.unpack = struct.Struct(f"<{len(radio.links)}I").unpack
+        self._offsets = [sigma * z for z in levels]  # a level's shadowing in dB
         self._linked = True
 
     # --- transmitting -----------------------------------------------------------------
@@ -285,21 +303,26 @@ class LoRaChannel:
         proportion to the frames that matter rather than to the radios in range.
         """
         rng = self._rng
-        bits = rng.getrandbits
-        levels, sigma, radios = shadow_levels(), self.path_loss.sigma_db, self.radios
         power, noticed = tx.power, tx.noticed
-        for link in sender.links:  # _hear(), inlined: this loop is the channel's hot spot
-            level = bits(SHADOW_BITS)
-            if level < link.first:
-                continue
-            p = link.median + sigma * levels[level]
-            power[link.receiver] = p
-            arriving = radios[link.receiver].arriving
-            while arriving and arriving[0].end < horizon:
-                arriving.popleft()
-            arriving.append(tx)
-            if p >= link.sensitivity or link.neighbour:
-                noticed.append((link, p))
+        near = sender.near
+        if near:
+            # one draw of 32 bits per link, all at once: getrandbits(32 n) is the n words
+            # getrandbits(12) would take one by one, least significant first, and a
+            # level is the top 12 bits of its word (CPython's Mersenne Twister)
+            n, offsets = len(near), self._offsets
+            words = sender.unpack(rng.getrandbits(32 * n).to_bytes(4 * n, "little"))
+            for (link, first, median, receiver, arriving, sensitivity, neighbour), word in zip(
+                    near, words):  # _hear(), inlined: this loop is the channel's hot spot
+                level = word >> _WORD_SHIFT
+                if level < first:
+                    continue
+                p = median + offsets[level]
+                power[receiver] = p
+                while arriving and arriving[0].end < horizon:
+                    arriving.popleft()
+                arriving.append(tx)
+                if p >= sensitivity or neighbour:
+                    noticed.append((link, p))
         far, q0 = sender.far, sender.far_q
         if not far:
             return
@@ -334,22 +357,30 @@ class LoRaChannel:
         """
         out: list[Reception] = []
         start, end = tx.start, tx.end
-        radios = self.radios
-        for link, p in tx.noticed:
+        radios, capture_db = self.radios, self.capture_db
+        for link, p in tx.noticed:  # reception() and dbm_to_mw(), inlined: a hot loop
             receiver = link.receiver
             radio = radios[receiver]
+            transmitting = False
+            for s, e in radio.own:
+                if s < end and e > start:
+                    transmitting = True
+                    break
             if p < radio.sensitivity:  # a neighbour's frame faded
-                drop = reception(p, radio.sensitivity,
-                                 transmitting=radio.transmitting_during(start, end))
-                out.append(Reception(receiver, p, p - mw_to_dbm(radio.noise_mw), drop))
+                out.append(Reception(receiver, p, p - radio.noise_dbm,
+                                     HALF_DUPLEX if transmitting else BELOW_SENSITIVITY))
                 continue
             interference = 0.0
             for g in radio.arriving:
                 if g is not tx and g.start < end and g.end > start:
-                    interference += dbm_to_mw(g.power[receiver])
-            drop = reception(p, radio.sensitivity, interference,
-                             transmitting=radio.transmitting_during(start, end),
-                             capture_db=self.capture_db)
-            snr = p - mw_to_dbm(radio.noise_mw + interference)
+                    interference += 10.0 ** (g.power[receiver] / 10.0)
+            if transmitting:
+                drop: str | None = HALF_DUPLEX
+            elif interference > 0 and p - 10.0 * math.log10(interference) < capture_db:
+                drop = COLLISION
+            else:
+                drop = None
+            snr = p - (radio.noise_dbm if interference == 0.0
+                       else mw_to_dbm(radio.noise_mw + interference))
             out.append(Reception(receiver, p, snr, drop))
         return out
