@@ -123,14 +123,12 @@ class Radio:
     noise_dbm: float = 0.0  # mw_to_dbm(noise_mw), set by the channel
     busy_until: float = -math.inf
     own: deque[tuple[float, float]] = field(default_factory=deque)  # recent (start, end)
-    arriving: deque[Transmission] = field(default_factory=deque)  # recent frames heard here
     links: list[Link] = field(default_factory=list)  # drawn one by one
     far: list[Link] = field(default_factory=list)  # each rarely clears the noise: thinned
     far_q: float = 0.0  # the largest chance of a far link clearing it
-    # ``links`` unpacked for the draw: (link, first, median, receiver, its arriving deque,
-    # sensitivity, neighbour), and the struct that splits their random words
-    near: list[tuple[Link, int, float, int, deque[Transmission], float, bool]] = field(
-        default_factory=list)
+    # ``links`` unpacked for the draw: (link, first, median, receiver, sensitivity,
+    # neighbour), and the struct that splits their random words
+    near: list[tuple[Link, int, float, int, float, bool]] = field(default_factory=list)
     unpack: Callable[[bytes], tuple[int, ...]] = struct.Struct("<0I").unpack
 
     def transmitting_during(self, start: float, end: float) -> bool:
@@ -176,6 +174,9 @@ class LoRaChannel:
         self._by_name: dict[str, int] = {}
         self._linked = False
         self._offsets: list[float] = []
+        # the frames that may still overlap one on the air, in the order they went on air
+        # (a frame is only dropped once it ended before any frame on the air began)
+        self._recent: deque[Transmission] = deque()
         self._longest = 0.0  # the longest airtime seen: older frames cannot overlap new ones
         self._airtime: dict[tuple[LoRaParams, int], float] = {}
 
@@ -239,8 +240,7 @@ class LoRaChannel:
                 else:
                     radio.far.append(link)
                     radio.far_q = max(radio.far_q, q)
-            radio.near = [(link, link.first, link.median, link.receiver,
-                           self.radios[link.receiver].arriving, link.sensitivity,
+            radio.near = [(link, link.first, link.median, link.receiver, link.sensitivity,
                            link.neighbour) for link in radio.links]
             radio.unpack = struct.Struct(f"<{len(radio.links)}I").unpack
         self._offsets = [sigma * z for z in levels]  # a level's shadowing in dB
@@ -261,7 +261,7 @@ class LoRaChannel:
         """Channel activity detection at ``radio`` now (see ``CAD_SYMBOLS``)."""
         r = self.radios[radio]
         begun = now - CAD_SYMBOLS * r.params.symbol_s
-        for tx in r.arriving:
+        for tx in self._recent:
             if tx.start <= begun and tx.end > now and tx.power.get(radio, -math.inf) >= r.sensitivity:
                 return True
         return False
@@ -284,7 +284,11 @@ class LoRaChannel:
         tx = Transmission(sender, bytes(frame), now, now + air, radio.key)
         horizon = now - self._longest
         self._longest = max(self._longest, air)
-        self._draw(tx, radio, horizon)
+        self._draw(tx, radio)
+        recent = self._recent
+        while recent and recent[0].end < horizon:
+            recent.popleft()
+        recent.append(tx)
         own = radio.own
         while own and own[0][1] < horizon:
             own.popleft()
@@ -292,7 +296,7 @@ class LoRaChannel:
         radio.busy_until = tx.end
         return tx
 
-    def _draw(self, tx: Transmission, sender: Radio, horizon: float) -> None:
+    def _draw(self, tx: Transmission, sender: Radio) -> None:
         """One shadowing draw per link: the frame's power wherever it clears the noise.
 
         Near links draw a level each. Far links, which rarely clear the noise margin,
@@ -311,16 +315,13 @@ class LoRaChannel:
             # level is the top 12 bits of its word (CPython's Mersenne Twister)
             n, offsets = len(near), self._offsets
             words = sender.unpack(rng.getrandbits(32 * n).to_bytes(4 * n, "little"))
-            for (link, first, median, receiver, arriving, sensitivity, neighbour), word in zip(
+            for (link, first, median, receiver, sensitivity, neighbour), word in zip(
                     near, words):  # _hear(), inlined: this loop is the channel's hot spot
                 level = word >> _WORD_SHIFT
                 if level < first:
                     continue
                 p = median + offsets[level]
                 power[receiver] = p
-                while arriving and arriving[0].end < horizon:
-                    arriving.popleft()
-                arriving.append(tx)
                 if p >= sensitivity or neighbour:
                     noticed.append((link, p))
         far, q0 = sender.far, sender.far_q
@@ -336,15 +337,11 @@ class LoRaChannel:
             link = far[i]
             span = SHADOW_LEVELS - link.first
             if uniform() * q0 * SHADOW_LEVELS < span:
-                self._hear(tx, link, link.first + rng.randrange(span), horizon)
+                self._hear(tx, link, link.first + rng.randrange(span))
 
-    def _hear(self, tx: Transmission, link: Link, level: int, horizon: float) -> None:
+    def _hear(self, tx: Transmission, link: Link, level: int) -> None:
         p = link.median + self.path_loss.sigma_db * shadow_levels()[level]
         tx.power[link.receiver] = p
-        arriving = self.radios[link.receiver].arriving
-        while arriving and arriving[0].end < horizon:
-            arriving.popleft()
-        arriving.append(tx)
         if p >= link.sensitivity or link.neighbour:
             tx.noticed.append((link, p))
 
@@ -358,6 +355,8 @@ class LoRaChannel:
         out: list[Reception] = []
         start, end = tx.start, tx.end
         radios, capture_db = self.radios, self.capture_db
+        overlapping = [g.power for g in self._recent
+                       if g is not tx and g.start < end and g.end > start]
         for link, p in tx.noticed:  # reception() and dbm_to_mw(), inlined: a hot loop
             receiver = link.receiver
             radio = radios[receiver]
@@ -371,9 +370,10 @@ class LoRaChannel:
                                      HALF_DUPLEX if transmitting else BELOW_SENSITIVITY))
                 continue
             interference = 0.0
-            for g in radio.arriving:
-                if g is not tx and g.start < end and g.end > start:
-                    interference += 10.0 ** (g.power[receiver] / 10.0)
+            for power in overlapping:  # in the order the frames went on air
+                q = power.get(receiver)
+                if q is not None:
+                    interference += 10.0 ** (q / 10.0)
             if transmitting:
                 drop: str | None = HALF_DUPLEX
             elif interference > 0 and p - 10.0 * math.log10(interference) < capture_db:
