@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from statistics import NormalDist
+from typing import NamedTuple
 
 from gateway.replication.faces import AirtimeBudget
 from gateway.wire.lora import LoRaParams
@@ -152,9 +153,9 @@ class Transmission:
         return self.end - self.start
 
 
-@dataclass(slots=True, frozen=True)
-class Reception:
-    """What one receiver made of one frame: ``drop`` None means decoded."""
+class Reception(NamedTuple):
+    """What one receiver made of one frame: ``drop`` None means decoded (a tuple: a frame
+    has outcomes at every radio around it, and tuples are the cheapest to make)."""
 
     receiver: int
     rssi: float

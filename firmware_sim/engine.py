@@ -411,7 +411,7 @@ class Simulation:
                 stats.drops[rc.drop] += 1
                 if capture is not None:
                     capture.write(Record(now, member.name, Direction.DROP, LORA_FACE,
-                                         tx.frame, reason=rc.drop, rssi=rssi, snr=snr))
+                                         tx.frame, None, None, None, None, rc.drop, rssi, snr))
                 continue
             stats.receptions += 1
             if member.lbt is not None and member.waiting:

@@ -82,8 +82,7 @@ class SummaryBuilder:
         if direction is Direction.META:
             self.meta = dict(record.meta)
             return
-        if record.t > self.end:
-            self.end = record.t
+        self.end = max(self.end, record.t)
         if record.node not in self._seen:
             self._seen[record.node] = None
         if direction is Direction.DROP:  # the commonest record in a busy mesh
