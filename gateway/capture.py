@@ -218,7 +218,7 @@ class RecordEncoder:
                  "_rssi", "_seq", "_snr", "_t")
 
     def __init__(self) -> None:
-        self._prefix: dict[tuple[str, Direction, str | None], tuple[int, bytes]] = {}
+        self._prefix: dict[tuple[str, str, str | None], tuple[int, bytes]] = {}
         self._kind: dict[str, bytes] = {}
         self._reason: dict[str, bytes] = {}
         self._frame = [_key("frame") + _head(0x40, n) for n in range(_SMALL)]
@@ -238,7 +238,7 @@ class RecordEncoder:
         t = r.t
         if type(t) is not float or t - t != 0.0 or r.dir is Direction.META:
             return bytes(cbor2.dumps(r.to_map()))
-        key = (r.node, r.dir, r.face)
+        key = (r.node, r.dir._value_, r.face)  # the value: an Enum member hashes slowly
         prefix = self._prefix.get(key)
         if prefix is None:
             if type(r.node) is not str or (r.face is not None and type(r.face) is not str):
