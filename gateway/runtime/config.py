@@ -53,12 +53,18 @@ group = "239.5.5.8"
 port = 1558
 interface = "0.0.0.0"     # local address of the interface to use
 loopback = false          # also deliver to other gateways on this host
+rate = 25.0               # frames per second after a burst (0: no pacing)
+burst = 4                 # frames sent back to back (an ESP32 queues 4)
 
 [serial]
 port = ""                 # the LoRa dongle, e.g. "/dev/ttyUSB0" ("" = none)
 profile = "EU868.a"       # radio plan (868.3 MHz, 125 kHz, SF7): tinyssb dongle profiles
 board = ""                # board name from hardware/boards, for its serial lines
 duty_cycle = 0.01         # share of airtime the gateway may use
+
+[isp]
+farewell_timeout = 300.0  # seconds of silence from a contract's peer after which an
+                          # unfinished farewell ends here (its feeds and keys deleted)
 
 [ble]
 enabled = false           # BLE central: connect to tinySSB peripherals
@@ -77,6 +83,8 @@ class UdpConfig:
     port: int = 1558
     interface: str = "0.0.0.0"
     loopback: bool = False
+    rate: float = 25.0
+    burst: int = 4
 
 
 @dataclass(slots=True)
@@ -110,6 +118,7 @@ class GatewayConfig:
     udp: UdpConfig | None = None
     serial: SerialConfig | None = None
     ble: BleConfig | None = None
+    isp_farewell_timeout: float = 300.0
     source: str = "(flags)"
 
     def has_faces(self) -> bool:
@@ -136,12 +145,13 @@ class GatewayConfig:
 # --- parsing --------------------------------------------------------------------------
 
 _TOP = {"name", "status_interval", "flush_interval", "capture", "policy", "websocket", "udp",
-        "serial", "ble"}
+        "serial", "ble", "isp"}
 _TABLES: dict[str, set[str]] = {
     "websocket": {"listen", "connect"},
-    "udp": {"enabled", "group", "port", "interface", "loopback"},
+    "udp": {"enabled", "group", "port", "interface", "loopback", "rate", "burst"},
     "serial": {"port", "profile", "board", "duty_cycle"},
     "ble": {"enabled", "address", "max_peers"},
+    "isp": {"farewell_timeout"},
 }
 
 
@@ -181,6 +191,12 @@ class _Reader:
         if not low <= value <= high:
             raise self.error(key, f"must be between {low:g} and {high:g}, got {value:g}")
         return value
+
+    def count(self, key: str, default: int, low: int, high: int) -> int:
+        value = self.get(key, int, default)
+        if not low <= value <= high:
+            raise self.error(key, f"must be a whole number from {low} to {high}, got {value}")
+        return int(value)
 
     def port(self, key: str, default: int) -> int:
         value = self.get(key, int, default)
@@ -267,7 +283,9 @@ def _parse(source: str, text: str) -> GatewayConfig:
         if udp.get("enabled", bool, True):
             cfg.udp = UdpConfig(udp.get("group", str, "239.5.5.8"), udp.port("port", 1558),
                                 udp.get("interface", str, "0.0.0.0"),
-                                udp.get("loopback", bool, False))
+                                udp.get("loopback", bool, False),
+                                udp.number("rate", 25.0, 0.0, 100000.0),
+                                udp.count("burst", 4, 1, 1024))
 
     if "serial" in data:
         ser = _Reader(source, lines, "serial", data["serial"])
@@ -280,6 +298,10 @@ def _parse(source: str, text: str) -> GatewayConfig:
                 raise ser.error("profile", str(exc)) from None
             cfg.serial = SerialConfig(port, name, ser.get("board", str, "") or None,
                                       ser.number("duty_cycle", 0.01, 0.0, 1.0))
+
+    if "isp" in data:
+        isp = _Reader(source, lines, "isp", data["isp"])
+        cfg.isp_farewell_timeout = isp.number("farewell_timeout", 300.0, 1.0, 30 * 86400.0)
 
     if "ble" in data:
         ble = _Reader(source, lines, "ble", data["ble"])
