@@ -179,6 +179,7 @@ DEFAULT = Policy(
     goset_reset_on_add=False,
     goset_reset_on_claim=False,
     goset_respond_delay=15.0,
+    push_novelty_extra=1,
     goset_respond_holdoff=600.0,  # city-100: fewer claims while keys spread, more data
     push_echo_weight=2.0,
     push_rtt_max=200.0,
