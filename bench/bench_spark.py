@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import shutil
 import sys
 import tempfile
 import time
@@ -37,7 +39,7 @@ from pyspark.sql import functions as F
 
 from spark.analyze import AnalyzeRequest, analyze
 from spark.baseline import RunMetrics, baseline
-from spark.dataset import RECORDS, Dataset, FileInfo, RunInfo
+from spark.dataset import RECORDS, Dataset, FileInfo, RunInfo, is_dataset
 from spark.schema import RECORD_COLUMNS, spark_schema
 from spark.session import build_session
 
@@ -231,6 +233,10 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--keep", metavar="DIR", help="keep the dataset and report in DIR")
+    ap.add_argument("--reuse", action="store_true",
+                    help="with --keep: analyze the dataset generated there before, if any")
+    ap.add_argument("--steps", action="store_true",
+                    help="print the analysis steps with their start times")
     args, _ = ap.parse_known_args()
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as tmp:
         root = Path(args.keep) if args.keep else Path(tmp)
@@ -241,15 +247,28 @@ def main() -> int:
         print(f"Spark {spark.version} on {args.master}: session up in "
               f"{time.perf_counter() - started:.1f} s", flush=True)
         started = time.perf_counter()
-        ds = generate(spark, root / "dataset", args.records, args.runs)
+        if args.reuse and is_dataset(root / "dataset"):
+            ds = Dataset.load(root / "dataset")
+            what = "reused"
+        else:
+            shutil.rmtree(root / "dataset", ignore_errors=True)
+            ds = generate(spark, root / "dataset", args.records, args.runs)
+            what = "generated"
         n = ds.records
         size = sum(p.stat().st_size for p in (root / "dataset").rglob("*.parquet"))
-        print(f"generated {n:,} records in {args.runs} runs ({size / 1e6:.0f} MB Parquet) in "
+        print(f"{what} {n:,} records in {len(ds.runs)} runs ({size / 1e6:.0f} MB Parquet) in "
               f"{time.perf_counter() - started:.1f} s", flush=True)
         started = time.perf_counter()
+        load = [os.getloadavg()[0]]
+
+        def step(message: str) -> None:
+            if args.steps:
+                print(f"  {time.perf_counter() - started:6.1f} s  {message}", flush=True)
+
         report = analyze(AnalyzeRequest([str(root / "dataset")], root / "report", args.master,
-                                        show_progress=False), lambda m: None, spark)
+                                        show_progress=False), step, spark)
         wall = time.perf_counter() - started
+        load.append(os.getloadavg()[0])
         verdict = "within" if wall <= TARGET_S else "OVER"
         print(f"Spark analysis ({args.master}): {wall:.1f} s wall, {n / wall:,.0f} records/s "
               f"({verdict} the {TARGET_S:.0f} s target); report {report.index}", flush=True)
@@ -262,6 +281,9 @@ def main() -> int:
         print(f"plain Python pass (1 process, same Parquet; run and node/kind metrics): "
               f"{base:.1f} s, "
               f"{n / base:,.0f} records/s; Spark is {base / wall:.2f}x its speed", flush=True)
+        print("load average (1 min) at the start and end of the Spark analysis and of the "
+              f"plain pass: {load[0]:.1f}, {load[1]:.1f}, {os.getloadavg()[0]:.1f} on "
+              f"{os.cpu_count()} cores", flush=True)
         wrong = check(spark_runs, spark_kinds, plain)
         if wrong:
             print("DISAGREE:\n  " + "\n  ".join(wrong[:20]), flush=True)

@@ -30,24 +30,29 @@ from __future__ import annotations
 
 import math
 import random
+import struct
 from bisect import bisect_left
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from statistics import NormalDist
+from typing import NamedTuple
 
 from gateway.replication.faces import AirtimeBudget
 from gateway.wire.lora import LoRaParams
 
 from .phy import (
+    BELOW_SENSITIVITY,
     CAPTURE_THRESHOLD_DB,
+    COLLISION,
+    HALF_DUPLEX,
     PathLoss,
     airtime,
     check_params,
     dbm_to_mw,
     mw_to_dbm,
     noise_floor_dbm,
-    reception,
     sensitivity_dbm,
 )
 
@@ -73,6 +78,7 @@ CAD_SYMBOLS = 2
 
 SHADOW_BITS = 12  # shadowing draws take one of 2**12 equally likely normal quantiles
 SHADOW_LEVELS = 1 << SHADOW_BITS
+_WORD_SHIFT = 32 - SHADOW_BITS  # a level is the top bits of one 32-bit Mersenne Twister word
 FAR_Q = 1 / 16  # links whose frames clear the noise margin less often than this are "far"
 
 
@@ -115,12 +121,16 @@ class Radio:
     sensitivity: float
     noise_mw: float
     budget: AirtimeBudget | None  # the same ledger as the Node keeps for its face
+    noise_dbm: float = 0.0  # mw_to_dbm(noise_mw), set by the channel
     busy_until: float = -math.inf
     own: deque[tuple[float, float]] = field(default_factory=deque)  # recent (start, end)
-    arriving: deque[Transmission] = field(default_factory=deque)  # recent frames heard here
     links: list[Link] = field(default_factory=list)  # drawn one by one
     far: list[Link] = field(default_factory=list)  # each rarely clears the noise: thinned
     far_q: float = 0.0  # the largest chance of a far link clearing it
+    # ``links`` unpacked for the draw: (link, first, median, receiver, sensitivity,
+    # neighbour), and the struct that splits their random words
+    near: list[tuple[Link, int, float, int, float, bool]] = field(default_factory=list)
+    unpack: Callable[[bytes], tuple[int, ...]] = struct.Struct("<0I").unpack
 
     def transmitting_during(self, start: float, end: float) -> bool:
         return any(s < end and e > start for s, e in self.own)
@@ -143,9 +153,9 @@ class Transmission:
         return self.end - self.start
 
 
-@dataclass(slots=True, frozen=True)
-class Reception:
-    """What one receiver made of one frame: ``drop`` None means decoded."""
+class Reception(NamedTuple):
+    """What one receiver made of one frame: ``drop`` None means decoded (a tuple: a frame
+    has outcomes at every radio around it, and tuples are the cheapest to make)."""
 
     receiver: int
     rssi: float
@@ -164,6 +174,10 @@ class LoRaChannel:
         self.radios: list[Radio] = []
         self._by_name: dict[str, int] = {}
         self._linked = False
+        self._offsets: list[float] = []
+        # the frames that may still overlap one on the air, in the order they went on air
+        # (a frame is only dropped once it ended before any frame on the air began)
+        self._recent: deque[Transmission] = deque()
         self._longest = 0.0  # the longest airtime seen: older frames cannot overlap new ones
         self._airtime: dict[tuple[LoRaParams, int], float] = {}
 
@@ -179,6 +193,7 @@ class LoRaChannel:
         radio = Radio(len(self.radios), name, float(x), float(y), params, key,
                       sensitivity_dbm(params.sf, params.bandwidth_hz),
                       dbm_to_mw(noise_floor_dbm(params.bandwidth_hz)), budget)
+        radio.noise_dbm = mw_to_dbm(radio.noise_mw)
         self.radios.append(radio)
         self._by_name[name] = radio.index
         self._linked = False
@@ -226,6 +241,10 @@ class LoRaChannel:
                 else:
                     radio.far.append(link)
                     radio.far_q = max(radio.far_q, q)
+            radio.near = [(link, link.first, link.median, link.receiver, link.sensitivity,
+                           link.neighbour) for link in radio.links]
+            radio.unpack = struct.Struct(f"<{len(radio.links)}I").unpack
+        self._offsets = [sigma * z for z in levels]  # a level's shadowing in dB
         self._linked = True
 
     # --- transmitting -----------------------------------------------------------------
@@ -243,7 +262,7 @@ class LoRaChannel:
         """Channel activity detection at ``radio`` now (see ``CAD_SYMBOLS``)."""
         r = self.radios[radio]
         begun = now - CAD_SYMBOLS * r.params.symbol_s
-        for tx in r.arriving:
+        for tx in self._recent:
             if tx.start <= begun and tx.end > now and tx.power.get(radio, -math.inf) >= r.sensitivity:
                 return True
         return False
@@ -266,7 +285,11 @@ class LoRaChannel:
         tx = Transmission(sender, bytes(frame), now, now + air, radio.key)
         horizon = now - self._longest
         self._longest = max(self._longest, air)
-        self._draw(tx, radio, horizon)
+        self._draw(tx, radio)
+        recent = self._recent
+        while recent and recent[0].end < horizon:
+            recent.popleft()
+        recent.append(tx)
         own = radio.own
         while own and own[0][1] < horizon:
             own.popleft()
@@ -274,7 +297,7 @@ class LoRaChannel:
         radio.busy_until = tx.end
         return tx
 
-    def _draw(self, tx: Transmission, sender: Radio, horizon: float) -> None:
+    def _draw(self, tx: Transmission, sender: Radio) -> None:
         """One shadowing draw per link: the frame's power wherever it clears the noise.
 
         Near links draw a level each. Far links, which rarely clear the noise margin,
@@ -285,21 +308,23 @@ class LoRaChannel:
         proportion to the frames that matter rather than to the radios in range.
         """
         rng = self._rng
-        bits = rng.getrandbits
-        levels, sigma, radios = shadow_levels(), self.path_loss.sigma_db, self.radios
         power, noticed = tx.power, tx.noticed
-        for link in sender.links:  # _hear(), inlined: this loop is the channel's hot spot
-            level = bits(SHADOW_BITS)
-            if level < link.first:
-                continue
-            p = link.median + sigma * levels[level]
-            power[link.receiver] = p
-            arriving = radios[link.receiver].arriving
-            while arriving and arriving[0].end < horizon:
-                arriving.popleft()
-            arriving.append(tx)
-            if p >= link.sensitivity or link.neighbour:
-                noticed.append((link, p))
+        near = sender.near
+        if near:
+            # one draw of 32 bits per link, all at once: getrandbits(32 n) is the n words
+            # getrandbits(12) would take one by one, least significant first, and a
+            # level is the top 12 bits of its word (CPython's Mersenne Twister)
+            n, offsets = len(near), self._offsets
+            words = sender.unpack(rng.getrandbits(32 * n).to_bytes(4 * n, "little"))
+            for (link, first, median, receiver, sensitivity, neighbour), word in zip(
+                    near, words):  # _hear(), inlined: this loop is the channel's hot spot
+                level = word >> _WORD_SHIFT
+                if level < first:
+                    continue
+                p = median + offsets[level]
+                power[receiver] = p
+                if p >= sensitivity or neighbour:
+                    noticed.append((link, p))
         far, q0 = sender.far, sender.far_q
         if not far:
             return
@@ -313,15 +338,11 @@ class LoRaChannel:
             link = far[i]
             span = SHADOW_LEVELS - link.first
             if uniform() * q0 * SHADOW_LEVELS < span:
-                self._hear(tx, link, link.first + rng.randrange(span), horizon)
+                self._hear(tx, link, link.first + rng.randrange(span))
 
-    def _hear(self, tx: Transmission, link: Link, level: int, horizon: float) -> None:
+    def _hear(self, tx: Transmission, link: Link, level: int) -> None:
         p = link.median + self.path_loss.sigma_db * shadow_levels()[level]
         tx.power[link.receiver] = p
-        arriving = self.radios[link.receiver].arriving
-        while arriving and arriving[0].end < horizon:
-            arriving.popleft()
-        arriving.append(tx)
         if p >= link.sensitivity or link.neighbour:
             tx.noticed.append((link, p))
 
@@ -334,22 +355,33 @@ class LoRaChannel:
         """
         out: list[Reception] = []
         start, end = tx.start, tx.end
-        radios = self.radios
-        for link, p in tx.noticed:
+        radios, capture_db = self.radios, self.capture_db
+        overlapping = [g.power for g in self._recent
+                       if g is not tx and g.start < end and g.end > start]
+        for link, p in tx.noticed:  # reception() and dbm_to_mw(), inlined: a hot loop
             receiver = link.receiver
             radio = radios[receiver]
+            transmitting = False
+            for s, e in radio.own:
+                if s < end and e > start:
+                    transmitting = True
+                    break
             if p < radio.sensitivity:  # a neighbour's frame faded
-                drop = reception(p, radio.sensitivity,
-                                 transmitting=radio.transmitting_during(start, end))
-                out.append(Reception(receiver, p, p - mw_to_dbm(radio.noise_mw), drop))
+                out.append(Reception(receiver, p, p - radio.noise_dbm,
+                                     HALF_DUPLEX if transmitting else BELOW_SENSITIVITY))
                 continue
             interference = 0.0
-            for g in radio.arriving:
-                if g is not tx and g.start < end and g.end > start:
-                    interference += dbm_to_mw(g.power[receiver])
-            drop = reception(p, radio.sensitivity, interference,
-                             transmitting=radio.transmitting_during(start, end),
-                             capture_db=self.capture_db)
-            snr = p - mw_to_dbm(radio.noise_mw + interference)
+            for power in overlapping:  # in the order the frames went on air
+                q = power.get(receiver)
+                if q is not None:
+                    interference += 10.0 ** (q / 10.0)
+            if transmitting:
+                drop: str | None = HALF_DUPLEX
+            elif interference > 0 and p - 10.0 * math.log10(interference) < capture_db:
+                drop = COLLISION
+            else:
+                drop = None
+            snr = p - (radio.noise_dbm if interference == 0.0
+                       else mw_to_dbm(radio.noise_mw + interference))
             out.append(Reception(receiver, p, snr, drop))
         return out

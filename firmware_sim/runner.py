@@ -41,10 +41,11 @@ class Tee:
 
     def __init__(self, *sinks: RecordSink) -> None:
         self.sinks = sinks
+        self._writes = tuple(sink.write for sink in sinks)
 
     def write(self, record: Record) -> None:
-        for sink in self.sinks:
-            sink.write(record)
+        for write in self._writes:
+            write(record)
 
 
 def content_for(author: str, label: str, number: int, size: int) -> bytes:

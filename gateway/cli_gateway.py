@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import logging
+import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +32,8 @@ from .runtime.control import ControlError, request
 from .runtime.gateway import Gateway
 from .runtime.isp_service import RoleError
 from .runtime.links import build_links
+from .runtime.secure_config import parse_allowed, parse_secure_peer
+from .secure.netkey import parse_network_key
 from .transports.base import LinkError
 
 __all__ = ["add_gateway_commands", "add_run_arguments", "cmd_run", "gateway_config"]
@@ -63,6 +67,7 @@ def gateway_config(args: argparse.Namespace, root: Path) -> GatewayConfig:
             raise ValueError("--profile needs a dongle: give --serial PORT too")
         if args.ble is not None:
             cfg.ble = BleConfig(args.ble or None)
+        _secure_flags(args, cfg)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     if args.capture:
@@ -73,6 +78,29 @@ def gateway_config(args: argparse.Namespace, root: Path) -> GatewayConfig:
         cfg.status_interval = args.status_interval
     cfg.set_policy(args.policy)
     return cfg
+
+
+def _secure_flags(args: argparse.Namespace, cfg: GatewayConfig) -> None:
+    """``--secure-*`` and ``--network-key`` over the ``[secure]`` table; ValueError."""
+    sec = cfg.secure
+    flag = "--secure-listen"
+    try:
+        sec.listen.extend(parse_listen(item) for item in args.secure_listen)
+        flag = "--secure-connect"
+        sec.connect.extend(parse_secure_peer(item) for item in args.secure_connect)
+        flag = "--secure-allow"
+        sec.allow.update(parse_allowed(item) for item in args.secure_allow)
+        flag = "--network-key"
+        if args.network_key:
+            sec.network_key = parse_network_key(args.network_key)
+    except ValueError as exc:
+        raise ValueError(f"{flag}: {exc}") from None
+    sec.check()
+
+
+def cmd_network_key(args: argparse.Namespace, user_error: UserErrorFactory, root: Path) -> int:
+    print(base64.b64encode(os.urandom(32)).decode())
+    return 0
 
 
 def cmd_run(args: argparse.Namespace, user_error: UserErrorFactory, root: Path, *,
@@ -86,6 +114,7 @@ def cmd_run(args: argparse.Namespace, user_error: UserErrorFactory, root: Path, 
         raise user_error(str(exc)) from None
     if not cfg.has_faces():
         raise user_error("no links to run: give --ws-listen PORT, --connect ws://HOST:PORT, "
+                         "--secure-listen PORT, --secure-connect HOST:PORT@ID, "
                          f"--udp, --serial PORT or --ble, or write {root / CONFIG_FILE} "
                          "(`tinyssb run --example-config` prints one)")
     if cfg.capture is not None and not cfg.capture.parent.is_dir():
@@ -129,7 +158,9 @@ def _print_status(st: dict[str, Any]) -> None:
               f"queue {f['queue']}  via {f['link']}")
     print(f"  links ({len(st['links'])}):")
     for link in st["links"]:
-        peers = ", ".join(link.get("peers", [])) or "no peers"
+        ids = link.get("identities") or {}  # secure links: who each peer proved to be
+        peers = ", ".join(f"{p} {ids[p]}" if p in ids else p
+                          for p in link.get("peers", [])) or "no peers"
         print(f"    {link['name']}: {link.get('state', '?')}, {peers}")
     if st.get("capture"):
         print(f"  capture: {st['capture']}")
@@ -162,6 +193,12 @@ def add_gateway_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     sp.set_defaults(func=bind(cmd_run))
     add_run_arguments(sp)
 
+    help_key = "print a fresh random network key for a deployment's secure links"
+    sp = sub.add_parser("network-key", help=help_key, description=help_key + ": put it in "
+                        "[secure] network_key of every gateway of the deployment "
+                        "(docs/gateway.md)")
+    sp.set_defaults(func=bind(cmd_network_key))
+
     help_status = "show a running gateway's faces, peers and feed counts"
     sp = sub.add_parser("status", help=help_status, description=help_status)
     sp.set_defaults(func=bind(cmd_status))
@@ -178,6 +215,15 @@ def add_run_arguments(sp: argparse.ArgumentParser) -> None:
                     help="accept WebSocket peers on PORT (repeatable)")
     sp.add_argument("--connect", action="append", default=[], metavar="ws://HOST:PORT",
                     help="connect to a WebSocket peer (repeatable)")
+    sp.add_argument("--secure-listen", action="append", default=[], metavar="[HOST:]PORT",
+                    help="accept secure (SHS + box stream) peers on PORT (repeatable)")
+    sp.add_argument("--secure-connect", action="append", default=[], metavar="HOST:PORT@ID",
+                    help="connect to a secure peer that must prove identity ID (repeatable)")
+    sp.add_argument("--secure-allow", action="append", default=[], metavar="ID",
+                    help="a peer identity that may connect to --secure-listen (repeatable)")
+    sp.add_argument("--network-key", metavar="KEY",
+                    help="the deployment's network key for secure links (64 hex digits or "
+                    "base64; default: the tinySSB default key)")
     sp.add_argument("--udp", action="store_true", help="join UDP multicast 239.5.5.8:1558")
     sp.add_argument("--udp-interface", metavar="ADDR",
                     help="local address of the multicast interface (implies --udp)")

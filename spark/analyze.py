@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,10 @@ __all__ = ["AnalyzeRequest", "InputError", "analyze", "find_inputs", "prepare_da
 log = logging.getLogger(__name__)
 
 Step = Callable[[str], None]
+
+# up to this many runs, the tables built after the passes over the records (per run,
+# node and entry: small) are kept in one partition
+ONE_PARTITION_RUNS = 128
 
 
 class InputError(Exception):
@@ -115,7 +120,29 @@ def prepare_datasets(request: AnalyzeRequest, step: Step) -> list[Dataset]:
 
 def analyze(request: AnalyzeRequest, step: Step,
             spark: SparkSession | None = None) -> Report:
-    """Convert what needs converting, compute every table, write the report."""
+    """Convert what needs converting, compute every table, write the report.
+
+    On any failure, Ctrl-C included, an output directory this call created is removed
+    again (with the dataset converted into it): nothing half-written is left. Ctrl-C
+    also stops Spark (its jobs are cancelled already by PySpark's SIGINT handler).
+    """
+    created = not request.out.exists()
+    try:
+        return _analyze(request, step, spark)
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            from .session import stop_quietly
+
+            stop_quietly()  # first: no task may write into the output after this
+        if created:
+            shutil.rmtree(request.out, ignore_errors=True)
+        else:
+            for staging in request.out.glob(f".staging-{os.getpid()}"):
+                shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _analyze(request: AnalyzeRequest, step: Step, spark: SparkSession | None) -> Report:
     datasets = prepare_datasets(request, step)
     if spark is None:
         from .session import build_session
@@ -130,7 +157,8 @@ def analyze(request: AnalyzeRequest, step: Step,
     runs = sum(len(ds.runs) for ds in datasets)
     step(f"analyzing {runs} run{'s' if runs != 1 else ''}, "
          f"{sum(ds.records for ds in datasets):,} records")
-    tables = compute(load_records(spark, datasets), runs_frame(spark, datasets), step)
+    tables = compute(load_records(spark, datasets), runs_frame(spark, datasets), step,
+                     one_partition=runs <= ONE_PARTITION_RUNS)
     report = write_report(spark, tables, datasets, request.out, step)
     step(f"report written in {time.monotonic() - started:.1f} s")
     return report

@@ -13,6 +13,8 @@ runs, so the rest of ``tinyssb`` works without pyspark.
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +23,8 @@ from typing import Any
 __all__ = ["add_spark_commands", "spark_errors"]
 
 Command = Callable[[argparse.Namespace], int]
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 
 
 def _user_error(message: str) -> Exception:
@@ -42,14 +46,24 @@ def _step(message: str) -> None:
     print(f"analyze: {message}", file=sys.stderr, flush=True)
 
 
+def _java_missing() -> bool:
+    home = os.environ.get("JAVA_HOME")
+    return shutil.which("java") is None and not (home and Path(home, "bin", "java").exists())
+
+
 def spark_errors(func: Command) -> Command:
-    """Turn what the user can fix (input, output, no pyspark, no Java) into one line."""
+    """Turn what the user can fix (input, output, no pyspark, no Java) into one line,
+    and Ctrl-C into Spark stopped, nothing half-written left and exit code 130."""
     def run(args: argparse.Namespace) -> int:
         from .analyze import InputError
         from .dataset import DatasetError
 
         try:
             return func(args)
+        except KeyboardInterrupt:  # Spark stopped and partial output removed by analyze()
+            what = "analysis" if getattr(args, "command", None) == "analyze" else "conversion"
+            print(f"tinyssb: interrupted; {what} stopped, nothing written", file=sys.stderr)
+            return EXIT_INTERRUPTED
         except (InputError, DatasetError) as exc:
             raise _user_error(str(exc)) from None
         except ModuleNotFoundError as exc:
@@ -58,16 +72,28 @@ def spark_errors(func: Command) -> Command:
                                   "pip install -e '.[spark]'") from None
             raise
         except RuntimeError as exc:  # pyspark's PySparkRuntimeError when the JVM fails
-            if "JAVA_GATEWAY_EXITED" in str(exc):
-                raise _user_error("Spark did not start; it needs Java 17 or newer "
-                                  "(check `java -version` and JAVA_HOME)") from None
+            from .session import SparkStartError
+
+            if isinstance(exc, SparkStartError) or "JAVA_GATEWAY_EXITED" in str(exc):
+                if _java_missing():
+                    raise _user_error("Spark did not start: it needs Java 17 or newer, and "
+                                      "there is no `java` on PATH nor JAVA_HOME") from None
+                reason = getattr(exc, "reason", None)
+                raise _user_error("Spark did not start: " + (
+                    reason or "its JVM exited (check `java -version` is 17 or newer, "
+                    "and JAVA_HOME); run with -vv to see its output")) from None
             raise
     return run
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from .analyze import AnalyzeRequest, analyze
+    from .analyze import AnalyzeRequest, InputError, analyze
+    from .session import check_master
 
+    try:
+        check_master(args.master)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
     request = AnalyzeRequest(args.inputs, Path(args.out), args.master, args.conf or [],
                              show_progress=not args.quiet, reconvert=args.reconvert)
     report = analyze(request, (lambda m: None) if args.quiet else _step)

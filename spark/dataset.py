@@ -30,6 +30,7 @@ __all__ = ["DATASET_FORMAT", "Dataset", "DatasetError", "FileInfo", "Problem", "
 DATASET_FORMAT = "tinyssb-dataset"
 DATASET_VERSION = 1
 MANIFEST = "manifest.json"
+AIR_BOUND_KEY = "airtime_lower_bound_s"  # capture header key of the airtime lower bound
 RECORDS = "records"
 
 
@@ -79,6 +80,15 @@ class RunInfo:
     @property
     def records(self) -> int:
         return sum(f.records for f in self.files)
+
+    @property
+    def air_bound(self) -> float | None:
+        """The airtime lower bound of the run's scenario in seconds, when its header
+        says (the simulator writes it, ``firmware_sim/bound.py``; gateways do not)."""
+        value = self.meta.get(AIR_BOUND_KEY)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            return None
+        return float(value)
 
     @classmethod
     def from_json(cls, m: dict[str, Any]) -> RunInfo:
@@ -160,7 +170,8 @@ def load_records(spark: SparkSession, datasets: Sequence[Dataset]) -> DataFrame:
 
 
 def runs_frame(spark: SparkSession, datasets: Sequence[Dataset]) -> DataFrame:
-    """One row per run: run, source, scenario, policy, seed, declared nodes, duration."""
+    """One row per run: run, source, scenario, policy, seed, declared nodes, duration,
+    files, airtime lower bound."""
     from pyspark.sql import types as T
 
     schema = T.StructType([
@@ -172,8 +183,10 @@ def runs_frame(spark: SparkSession, datasets: Sequence[Dataset]) -> DataFrame:
         T.StructField("declared_nodes", T.ArrayType(T.StringType())),
         T.StructField("duration", T.DoubleType()),
         T.StructField("files", T.LongType()),
+        T.StructField("air_bound", T.DoubleType()),
     ])
     rows = [(r.id, r.source, r.scenario, r.policy, r.seed, r.nodes,
-             float(r.duration) if r.duration is not None else None, len(r.files))
+             float(r.duration) if r.duration is not None else None, len(r.files),
+             r.air_bound)
             for ds in datasets for r in ds.runs]
     return spark.createDataFrame(rows, schema)

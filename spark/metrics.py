@@ -25,7 +25,8 @@ item the node held already.
 
 All joins on big inputs are broadcast joins against small, aggregated sides (the
 catalogue has one row per distinct frame, the held items one per stored item), so the
-records are read three times and shuffled only after aggregation. No Python UDFs.
+records are read twice (pass 1: items held and the catalogue, in one aggregation; pass
+2: the traffic) and shuffled only after aggregation. No Python UDFs.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class Tables:
     stalls: DataFrame      # one row per (run, node, feed, seq) never held completely
     group_kind: DataFrame  # one row per (scenario, policy, kind): mean per run
 
+
     def items(self) -> list[tuple[str, DataFrame]]:
         return [(f.name, getattr(self, f.name)) for f in fields(self)]
 
@@ -68,24 +70,50 @@ def _hex(col: str) -> Column:
     return F.lower(F.hex(F.col(col)))
 
 
-# --- stores: who held which item when --------------------------------------------------
+# --- pass 1: who held which item when, and what every frame sent or decoded was -------
 
-def _items(records: DataFrame) -> DataFrame:
+def _evidence(records: DataFrame) -> DataFrame:
+    """One pass over the records for what two small tables need, aggregated map-side.
+
+    A record is *item evidence* (a store record, or an entry or chunk sent: the node
+    held it) and/or *catalogue evidence* (a frame sent or decoded, with its kind). The
+    key keeps of each record only what its tables read (the node only for item
+    evidence), so the records collapse into a few rows per item and per distinct frame
+    before anything is shuffled. :func:`_items` and :func:`_catalogue` read the result.
+    """
+    d = F.col("dir")
+    is_item = (((d == "store") | ((d == "tx") & F.col("kind").isin(*PAYLOAD_KINDS)))
+               & F.col("feed").isNotNull() & F.col("seq").isNotNull())
+    is_cat = (d.isin("tx", "rx") & F.col("frame").isNotNull() & F.col("kind").isNotNull()
+              & (F.col("kind") != "unknown"))
+    both = records.select(
+        "run", "node", "dir", "face", "kind", "feed", "seq", "cnr", "t", "air", "frame",
+        is_item.alias("is_item"), is_cat.alias("is_cat")).where("is_item OR is_cat")
+    cat = F.col("is_cat")
+    return (both.groupBy(
+        "run", "is_item", "is_cat",
+        F.when(F.col("is_item"), F.col("node")).alias("node"),
+        "feed", "seq", "cnr",
+        F.when(cat, F.col("kind")).alias("kind"),
+        F.when(cat, _frame_hash()).alias("fh"))
+        .agg(F.min(F.when(F.col("is_item"), F.col("t"))).alias("t"),
+             F.min(F.when((d == "store") & F.col("face").isNull(), F.col("t")))
+             .alias("own_t"),
+             F.sum(F.when(cat & (d == "tx"), F.col("air"))).alias("air"),
+             F.sum(_i(cat & (d == "tx") & F.col("air").isNotNull())).alias("sent")))
+
+
+def _items(evidence: DataFrame) -> DataFrame:
     """(run, node, feed, seq, item): since when the node held it; ``own_t``: published.
 
     A node holds an item from its first store record of it, or from the first time it
     sent it (only what is held can be sent: this covers a gateway whose capture began
     after it had the entry; in a simulation every send comes after the store).
     """
-    d = F.col("dir")
-    evidence = records.where(((d == "store") | ((d == "tx") & F.col("kind").isin(*PAYLOAD_KINDS)))
-                             & F.col("feed").isNotNull() & F.col("seq").isNotNull())
-    return (evidence
+    return (evidence.where("is_item")
             .groupBy("run", "node", "feed", "seq",
                      F.coalesce(F.col("cnr"), F.lit(ENTRY_ITEM)).alias("item"))
-            .agg(F.min("t").alias("t"),
-                 F.min(F.when((d == "store") & F.col("face").isNull(), F.col("t")))
-                 .alias("own_t")))
+            .agg(F.min("t").alias("t"), F.min("own_t").alias("own_t")))
 
 
 def _entries(items: DataFrame) -> tuple[DataFrame, DataFrame]:
@@ -111,7 +139,7 @@ def _entries(items: DataFrame) -> tuple[DataFrame, DataFrame]:
                  .alias("seen_set")))
     runs_publishing = published.select("run").distinct().withColumn("publishing", F.lit(True))
     entries = (seen.join(published, ["run", "feed", "seq"], "left")
-               .join(runs_publishing, "run", "left")
+               .join(F.broadcast(runs_publishing), "run", "left")
                .select("run", "feed", "seq",
                        F.col("pub_t").isNotNull().alias("published"),
                        (F.col("pub_t").isNotNull() | F.col("publishing").isNull())
@@ -130,15 +158,13 @@ def _frame_hash() -> Column:
     return F.when(F.col("frame").isNotNull(), F.xxhash64("frame"))
 
 
-def _catalogue(records: DataFrame) -> DataFrame:
+def _catalogue(evidence: DataFrame) -> DataFrame:
     """(run, fh) of every frame sent or decoded: its kind, item and airtime."""
-    known = records.where(F.col("dir").isin("tx", "rx") & F.col("frame").isNotNull()
-                          & F.col("kind").isNotNull() & (F.col("kind") != "unknown"))
-    # decode fields as keys first: a hash aggregation (max over strings and bytes would
-    # sort every record); then one row per frame from the few variants left
-    variants = (known.groupBy("run", _frame_hash().alias("fh"), "kind", "feed", "seq", "cnr")
-                .agg(F.sum(F.when(F.col("dir") == "tx", F.col("air"))).alias("air"),
-                     F.sum(_i((F.col("dir") == "tx") & F.col("air").isNotNull())).alias("sent")))
+    # decode fields as keys first (a hash aggregation: max over strings and bytes would
+    # sort), then one row per frame from the few variants left
+    variants = (evidence.where("is_cat")
+                .groupBy("run", "fh", "kind", "feed", "seq", "cnr")
+                .agg(F.sum("air").alias("air"), F.sum("sent").alias("sent")))
     return (variants.groupBy("run", "fh")
             .agg(F.max("kind").alias("c_kind"), F.max("feed").alias("c_feed"),
                  F.max("seq").alias("c_seq"), F.max("cnr").alias("c_cnr"),
@@ -209,7 +235,7 @@ def _node_kind(traffic: DataFrame) -> DataFrame:
 def _run_nodes(runs: DataFrame, traffic: DataFrame, items: DataFrame) -> DataFrame:
     declared = runs.select("run", F.explode("declared_nodes").alias("node"))
     seen = traffic.select("run", "node").union(items.select("run", "node")).distinct()
-    undeclared = seen.join(declared.select("run").distinct(), "run", "left_anti")
+    undeclared = seen.join(F.broadcast(declared.select("run").distinct()), "run", "left_anti")
     return declared.union(undeclared).distinct()
 
 
@@ -217,7 +243,7 @@ def _pairs(entries: DataFrame, node_entry: DataFrame, run_nodes: DataFrame) -> D
     """Every (run, node, entry): when the node held the entry, if it did."""
     complete = F.col("items_held") >= F.col("items")
     return (entries.select("run", "feed", "seq", "tracked", "author", "first_t", "items")
-            .join(run_nodes, "run")
+            .join(F.broadcast(run_nodes), "run")
             .join(node_entry, ["run", "node", "feed", "seq"], "left")
             .withColumn("items_held", F.coalesce("items_held", F.lit(0)))
             .select("run", "node", "feed", "seq", "tracked",
@@ -237,23 +263,28 @@ TRAFFIC_SUMS = ("tx_frames", "tx_bytes", "tx_air", "rx_frames", "rx_bytes", "rx_
 
 
 def compute(records: DataFrame, runs: DataFrame,
-            step: Callable[[str], None] | None = None) -> Tables:
+            step: Callable[[str], None] | None = None, one_partition: bool = True) -> Tables:
     """Every table of a campaign; ``step`` hears what is being computed.
 
-    Intermediate results are materialized on the way (``localCheckpoint``): each pass
-    over the records runs once, and the plans built on top start from small tables.
+    Two passes over the records, each aggregated map-side before anything is shuffled.
+    Every intermediate result is materialized once (``localCheckpoint``: the plans
+    built on it stay short, and Spark plans them quickly); with ``one_partition``
+    (campaigns of up to a hundred runs or so) coalesced into one partition first: no
+    shuffle, and one task per stage where many tiny ones would cost more than they split.
     """
     def keep(df: DataFrame, what: str | None = None) -> DataFrame:
         if what is not None and step is not None:
             step(what)
-        return df.localCheckpoint()
+        return (df.coalesce(1) if one_partition else df).localCheckpoint()
 
-    items = keep(_items(records), "pass 1/3 over the records: stored items")
+    evidence = keep(_evidence(records),
+                    "pass 1/2 over the records: items stored and frames sent or decoded")
+    items = keep(_items(evidence))
+    catalogue = _catalogue(evidence)  # read once, broadcast to pass 2
     node_entry, entries = _entries(items)
     entries = keep(entries)
-    catalogue = keep(_catalogue(records), "pass 2/3: the frames sent and decoded")
     traffic = keep(_traffic(records, items, catalogue),
-                   "pass 3/3: frames, bytes, airtime and duplicates by node and kind")
+                   "pass 2/2: frames, bytes, airtime and duplicates by node and kind")
     if step is not None:
         step("deliveries, entries, nodes and runs")
     run_nodes = keep(_run_nodes(runs, traffic, items))
@@ -314,9 +345,9 @@ def _nodes_table(run_nodes: DataFrame, tracked: DataFrame, node_kind: DataFrame,
                                         F.max("last_t").alias("last_t")))
     counts = ["entries", "held", "payload_received",
               *[c for c in TRAFFIC_SUMS if not c.endswith("_air")]]
-    return (run_nodes.join(status, ["run", "node"], "left")
-            .join(sums, ["run", "node"], "left")
-            .join(span, ["run", "node"], "left")
+    return (run_nodes.join(F.broadcast(status), ["run", "node"], "left")
+            .join(F.broadcast(sums), ["run", "node"], "left")
+            .join(F.broadcast(span), ["run", "node"], "left")
             .na.fill(0, counts)
             .na.fill(0.0, ["tx_air", "rx_air"])
             .withColumn("complete", F.col("held") == F.col("entries"))
@@ -355,8 +386,9 @@ def _runs_table(runs: DataFrame, nodes: DataFrame, entries: DataFrame,
     counts = ["nodes", "nodes_complete", "held_pairs", "entries", "entries_complete",
               "delivered", "stalled_pairs", "payload_received",
               *[c for c in TRAFFIC_SUMS if not c.endswith("_air")]]
-    out = (runs.join(node_sum, "run", "left").join(entry_sum, "run", "left")
-           .join(pair_sum, "run", "left")
+    out = (runs.join(F.broadcast(node_sum), "run", "left")
+           .join(F.broadcast(entry_sum), "run", "left")
+           .join(F.broadcast(pair_sum), "run", "left")
            .na.fill(0, counts).na.fill(0.0, ["tx_air", "rx_air"]))
     total = F.col("nodes") * F.col("entries")
     converged = (F.col("nodes") > 0) & (F.col("nodes_complete") == F.col("nodes"))
@@ -374,10 +406,16 @@ def _runs_table(runs: DataFrame, nodes: DataFrame, entries: DataFrame,
         "tx_frames", "tx_bytes", "tx_air",
         F.when(F.col("delivered") > 0, F.col("tx_air") / F.col("delivered"))
         .alias("air_per_delivery"),
+        "air_bound", _efficiency("air_bound", "tx_air").alias("efficiency"),
         "rx_frames", "rx_bytes", "rx_air", "payload_received", "duplicates", "redundant",
         F.when(F.col("payload_received") > 0, F.col("redundant") / F.col("payload_received"))
         .alias("redundancy"),
         "lost", "collisions", "refused", "drops", "stalled_pairs", "start_t", "end_t")
+
+
+def _efficiency(bound: str, air: str) -> Column:
+    """The airtime lower bound as a share of the airtime spent (1.0: no more than it)."""
+    return F.when(F.col(bound).isNotNull() & (F.col(air) > 0), F.col(bound) / F.col(air))
 
 
 def _stalls(tracked: DataFrame, entries: DataFrame, runs_t: DataFrame) -> DataFrame:
@@ -389,7 +427,7 @@ def _stalls(tracked: DataFrame, entries: DataFrame, runs_t: DataFrame) -> DataFr
                                  F.col("last_store_t").alias("entry_last_progress_t")),
                   ["run", "feed", "seq"])
             .withColumn("missing", missing)
-            .join(runs_t.select("run", "end_t"), "run")
+            .join(F.broadcast(runs_t.select("run", "end_t")), "run")
             .select("run", "node", _hex("feed").alias("feed"), "seq", "first_t", "items",
                     "items_held",
                     F.when(F.col("items_held") == 0, F.lit("nothing"))
@@ -404,10 +442,10 @@ def _group_kind(node_kind: DataFrame, runs_t: DataFrame) -> DataFrame:
     """Per (scenario, policy, kind): frames and airtime per run of the group."""
     sums = ("tx_frames", "tx_bytes", "tx_air", "rx_frames", "duplicates", "collisions")
     group_runs = runs_t.groupBy("scenario", "policy").agg(F.count("*").alias("runs"))
-    return (node_kind.join(runs_t.select("run", "scenario", "policy"), "run")
+    return (node_kind.join(F.broadcast(runs_t.select("run", "scenario", "policy")), "run")
             .groupBy("scenario", "policy", "kind")
             .agg(*[F.sum(c).alias(c) for c in sums])
-            .join(group_runs, ["scenario", "policy"])
+            .join(F.broadcast(group_runs), ["scenario", "policy"])
             .select("scenario", "policy", "kind", "runs",
                     *[(F.col(c) / F.col("runs")).alias(f"{c}_per_run") for c in sums]))
 
@@ -419,7 +457,7 @@ def _curve(tracked: DataFrame, runs_t: DataFrame) -> DataFrame:
     upto = Window.partitionBy("run").orderBy("t").rowsBetween(Window.unboundedPreceding, 0)
     total = F.col("nodes") * F.col("entries")
     return (steps.withColumn("held", F.sum("n").over(upto))
-            .join(runs_t.select("run", "nodes", "entries"), "run")
+            .join(F.broadcast(runs_t.select("run", "nodes", "entries")), "run")
             .select("run", "t", "held", (F.col("held") / total).alias("share")))
 
 
@@ -439,15 +477,20 @@ def _groups(runs_t: DataFrame, tracked: DataFrame) -> DataFrame:
                       F.sum("payload_received").alias("payload_received"),
                       F.avg("collisions").alias("collisions_mean"),
                       F.sum("stalled_pairs").alias("stalled_pairs"),
-                      F.avg("tx_frames").alias("tx_frames_mean")))
+                      F.avg("tx_frames").alias("tx_frames_mean"),
+                      F.avg("air_bound").alias("air_bound_mean"),
+                      F.sum("air_bound").alias("air_bound_total"),
+                      F.sum(F.when(F.col("air_bound").isNotNull(), F.col("tx_air")))
+                      .alias("bounded_air")))
     pooled = (tracked.where(F.col("complete") & ~F.col("own"))
-              .join(runs_t.select("run", "scenario", "policy"), "run")
+              .join(F.broadcast(runs_t.select("run", "scenario", "policy")), "run")
               .groupBy("scenario", "policy")
               .agg(F.median("latency").alias("latency_median"),
                    _pct("latency", 0.95).alias("latency_p95")))
-    return (per_group.join(pooled, ["scenario", "policy"], "left")
+    return (per_group.join(F.broadcast(pooled), ["scenario", "policy"], "left")
             .withColumn("air_per_delivery", F.when(F.col("delivered") > 0,
                                                    F.col("tx_air_total") / F.col("delivered")))
             .withColumn("redundancy", F.when(F.col("payload_received") > 0,
                                              F.col("redundant_total") / F.col("payload_received")))
-            .drop("payload_received"))
+            .withColumn("efficiency", _efficiency("air_bound_total", "bounded_air"))
+            .drop("payload_received", "air_bound_total", "bounded_air"))

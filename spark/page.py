@@ -14,11 +14,14 @@ body { font: 15px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1300p
        padding: 0 1em; color: #222; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; }
 h2 { font-size: 1.25em; margin-top: 1.8em; border-bottom: 1px solid #ddd; }
-table { border-collapse: collapse; margin: 0.6em 0 1em; font-size: 0.92em; }
-th, td { padding: 0.25em 0.7em; border-bottom: 1px solid #eee; text-align: right;
+.table { max-width: 100%; overflow-x: auto; margin: 0.6em 0 1em; }
+table { border-collapse: collapse; font-size: 0.88em; }
+th, td { padding: 0.25em 0.5em; border-bottom: 1px solid #eee; text-align: right;
          white-space: nowrap; }
 th:first-child, td:first-child { text-align: left; }
-thead th { background: #f4f4f4; }
+thead th { background: #f4f4f4; white-space: normal; vertical-align: bottom;
+           min-width: 4em; }
+td:first-child { white-space: normal; overflow-wrap: anywhere; min-width: 8em; }
 .plots { display: grid; grid-template-columns: repeat(auto-fit, minmax(520px, 1fr));
          gap: 1em; }
 .plots .wide { grid-column: 1 / -1; }
@@ -34,7 +37,8 @@ RUN_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("nodes", "nodes", "n"), ("entries", "entries", "n"),
     ("convergence_after", "converged after", "s"), ("share", "pairs held", "%"),
     ("latency_median", "latency median", "s"), ("tx_air", "airtime", "s"),
-    ("air_per_delivery", "air per pair", "s"), ("duplicates", "duplicates", "n"),
+    ("air_per_delivery", "air per pair", "s"), ("air_bound", "lower bound", "s"),
+    ("efficiency", "efficiency", "%"), ("duplicates", "duplicates", "n"),
     ("redundancy", "redundancy", "%"), ("collisions", "collisions", "n"),
     ("stalled_pairs", "stalled", "n"),
 )
@@ -49,7 +53,8 @@ def _cell(kind: str, value: Any) -> str:
 def _table(head: list[str], rows: list[list[str]]) -> str:
     th = "".join(f"<th>{h}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+    return (f"<div class='table'><table><thead><tr>{th}</tr></thead>"
+            f"<tbody>{body}</tbody></table></div>")
 
 
 def _comparison(comp: dict[str, Any]) -> str:
@@ -58,8 +63,7 @@ def _comparison(comp: dict[str, Any]) -> str:
             for r in comp["rows"]]
     return (f"<h2>{escape(comp['scenario'])}</h2>"
             f"<p>{counted(comp['nodes'], 'node')}, {counted(comp['entries'], 'entry')}; "
-            + ", ".join(f"{escape(p)}: {comp['runs'][p]} run{'s' if comp['runs'][p] != 1 else ''}"
-                        for p in policies)
+            + ", ".join(f"{escape(p)}: {counted(comp['runs'][p], 'run')}" for p in policies)
             + "</p>" + _table(["", *(escape(p) for p in policies)], rows))
 
 
@@ -74,7 +78,7 @@ def _figure(summary: dict[str, Any], name: str, caption: str, wide: bool = False
 
 def render_page(summary: dict[str, Any]) -> str:
     runs = summary["runs"]
-    parts = [f"<h1>tinySSB capture analysis</h1><p class='note'>{len(runs)} runs, "
+    parts = [f"<h1>tinySSB capture analysis</h1><p class='note'>{counted(len(runs), 'run')}, "
              f"{summary['records']:,} capture records, from "
              + ", ".join(f"<code>{escape(d)}</code>" for d in summary["datasets"]) + "</p>"]
     if summary["problems"]:

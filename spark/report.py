@@ -164,7 +164,7 @@ def _curve_series(spark: SparkSession, tables: Tables, runs: list[dict[str, Any]
         [(s, p, max(h, 1.0) / CURVE_BINS) for (s, p), h in horizon.items()],
         "scenario string, policy string, width double")
     held = (tables.deliveries.where(F.col("tracked") & F.col("complete"))
-            .join(run_keys, "run").join(F.broadcast(widths), ["scenario", "policy"])
+            .join(F.broadcast(run_keys), "run").join(F.broadcast(widths), ["scenario", "policy"])
             .groupBy("scenario", "policy",
                      F.ceil((F.col("complete_t") - F.col("origin_t")) / F.col("width"))
                      .alias("bin"))
@@ -192,7 +192,7 @@ def _curve_series(spark: SparkSession, tables: Tables, runs: list[dict[str, Any]
 def _latency_series(tables: Tables, groups: list[dict[str, Any]],
                     run_keys: DataFrame) -> list[plots.Series]:
     delivered = (tables.deliveries.where(F.col("tracked") & F.col("complete") & ~F.col("own"))
-                 .join(run_keys, "run"))
+                 .join(F.broadcast(run_keys), "run"))
     total = sum(g["delivered"] or 0 for g in groups)
     values: dict[tuple[str, str], list[float]] = {}
     if total <= EXACT_CDF:
@@ -215,7 +215,7 @@ def _latency_series(tables: Tables, groups: list[dict[str, Any]],
 
 def _node_maps(tables: Tables, run_keys: DataFrame, scenario: str,
                where: dict[str, tuple[float, float]]) -> list[plots.NodeMap]:
-    rows = (tables.nodes.join(run_keys.where(F.col("scenario") == scenario), "run")
+    rows = (tables.nodes.join(F.broadcast(run_keys.where(F.col("scenario") == scenario)), "run")
             .groupBy("policy", "node")
             .agg(F.avg(F.col("complete_t") - F.col("origin_t")).alias("complete_t"),
                  F.sum(F.when(~F.col("complete"), 1).otherwise(0)).alias("incomplete"),

@@ -7,14 +7,22 @@ configuration come from spark-submit's own options (``master=None``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import re
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "build_session", "parse_conf"]
+from .jvm_output import JvmOutput
+
+__all__ = ["DEFAULT_MASTER", "SparkStartError", "build_session", "check_master", "parse_conf",
+           "stop_quietly"]
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +35,72 @@ DEFAULTS: tuple[tuple[str, str], ...] = (
     ("spark.sql.sources.partitionColumnTypeInference.enabled", "false"),
     ("spark.driver.memory", "2g"),
 )
+
+
+# the master URLs Spark accepts (spark-submit refuses anything else)
+MASTER_FORMS = "local, local[N], local[*], spark://HOST:PORT, yarn or k8s://https://HOST:PORT"
+_MASTER = re.compile(r"local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|local-cluster\[\d+,\d+,\d+\]"
+                     r"|spark://[^\s/,]+(,[^\s/,]+)*|yarn|k8s://\S+")
+
+
+class SparkStartError(Exception):
+    """The Spark JVM exited while starting; ``reason`` is its last error line, if any."""
+
+    def __init__(self, reason: str | None) -> None:
+        super().__init__(reason or "the Spark JVM exited while starting")
+        self.reason = reason
+
+
+STOP_TIMEOUT = 60.0  # seconds to wait for Spark to cancel its jobs and stop
+
+
+class _Py4jNoise(logging.Filter):
+    """py4j reports a call cut short by Ctrl-C on the *root* logger, with a traceback;
+    that is expected when the user interrupts, so it goes to debug level only."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == "root" and "py4j" in record.pathname.replace("\\", "/"):
+            log.debug("py4j: %s", record.getMessage())
+            return False
+        return True
+
+
+def _quiet_interrupts() -> None:
+    """Ctrl-C raises KeyboardInterrupt and nothing else: PySpark's own SIGINT handler
+    calls into the JVM from inside the interrupted call (a reentrant py4j call that
+    fails with pages of errors); :func:`stop_quietly` cancels the jobs afterwards."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    root = logging.getLogger()
+    if not any(isinstance(f, _Py4jNoise) for f in root.filters):
+        root.addFilter(_Py4jNoise())
+
+
+def stop_quietly() -> None:
+    """Cancel the running jobs and stop Spark, if it runs, without a word from it or
+    from py4j. Runs on a thread of its own: the interrupted thread's py4j connection
+    is gone."""
+    sc = SparkContext._active_spark_context
+    if sc is None:
+        return
+
+    def stop() -> None:
+        with contextlib.suppress(Exception):
+            sc.setLogLevel("OFF")
+        with contextlib.suppress(Exception):
+            sc.cancelAllJobs()
+        with contextlib.suppress(Exception):
+            sc.stop()
+
+    worker = threading.Thread(target=stop, name="spark-stop", daemon=True)
+    worker.start()
+    worker.join(STOP_TIMEOUT)
+
+
+def check_master(master: str) -> None:
+    """ValueError naming ``master`` unless Spark accepts it as a master URL."""
+    if not _MASTER.fullmatch(master):
+        raise ValueError(f"bad Spark master URL {master!r}: use {MASTER_FORMS}")
 
 
 def parse_conf(text: str) -> tuple[str, str]:
@@ -69,7 +143,16 @@ def build_session(master: str | None = None, conf: Sequence[tuple[str, str]] = (
                 builder = builder.config(key, value)
     for key, value in conf:
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    jvm = JvmOutput()
+    starting = SparkContext._active_spark_context is None and not _under_spark_submit()
+    try:
+        with jvm.capture() if starting else contextlib.nullcontext():
+            spark = builder.getOrCreate()
+    except Exception as exc:
+        if "JAVA_GATEWAY_EXITED" in str(exc):
+            raise SparkStartError(jvm.last_error()) from None
+        raise
+    _quiet_interrupts()
     spark.sparkContext.setLogLevel(log_level)
     log.info("Spark %s, master %s", spark.version, spark.sparkContext.master)
     return spark

@@ -26,6 +26,8 @@ COMPARED: tuple[tuple[str, str, str], ...] = (
     ("latency_p95", "latency p95", "s"),
     ("tx_air_mean", "airtime per run", "s"),
     ("air_per_delivery", "airtime per delivered pair", "s"),
+    ("air_bound_mean", "airtime lower bound per run", "s"),
+    ("efficiency", "efficiency (bound / airtime)", "%"),
     ("tx_frames_mean", "frames sent per run", "n"),
     ("duplicates_mean", "duplicates per run", "n"),
     ("redundancy", "redundancy", "%"),

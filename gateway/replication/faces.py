@@ -67,6 +67,10 @@ class Face:
     # rate 0: no bucket (UDP faces pace, so that a 4-slot ESP32 queue keeps up)
     rate: float = 0.0
     burst: int = 1
+    # airtime by packet length, worked out once: the Node asks for every frame it queues,
+    # times and sends (not a setting: no part of equality, hashing or replace())
+    _airtimes: dict[int, float] = field(default_factory=dict, init=False, repr=False,
+                                        compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -101,7 +105,11 @@ class Face:
 
     def airtime(self, packet_len: int) -> float:
         """Seconds on air for one packet; 0 for links without a radio model."""
-        return self.lora.airtime(self.wire_len(packet_len)) if self.lora is not None else 0.0
+        t = self._airtimes.get(packet_len)
+        if t is None:
+            t = self._airtimes[packet_len] = (self.lora.airtime(self.wire_len(packet_len))
+                                              if self.lora is not None else 0.0)
+        return t
 
 
 class AirtimeBudget:

@@ -52,6 +52,7 @@ __all__ = ["Node", "NodeStats"]
 log = logging.getLogger(__name__)
 
 _MIN_FRAME = DMX_LEN + 1
+_INF = float("inf")
 _RECENT_MAX = 2048  # data packets remembered as held, to tell a neighbour's news from echoes
 _COPIES_KEPT = 64  # items whose copies are counted until they make way (mesh density)
 _ECHO_ALPHA = 0.1  # weight of one relay's outcome in a face's echo rate
@@ -690,8 +691,11 @@ class Node:
                                   + self._rng.uniform(0.0, 0.25))
             else:
                 delay = self._rng.uniform(0.0, window)
-            if p.push_echo_weight and heard_on is not None:
-                delay += window * p.push_echo_weight * (1.0 - fs.echo_rate)
+            if p.push_echo_weight and heard_on is not None and fs.density > 1.0:
+                # only where neighbours relay what we hear (a dense mesh): a lone bridge
+                # between two parts of a sparse mesh must not hold back
+                dense = min(1.0, (fs.density - 1.0) / p.push_echo_density)
+                delay += window * p.push_echo_weight * dense * (1.0 - fs.echo_rate)
             if name == heard_on:
                 fs.copies[packet] = 1
                 if len(fs.copies) > _COPIES_KEPT:
@@ -944,21 +948,21 @@ class Node:
 
     def next_deadline(self) -> float | None:
         """The earliest time :meth:`frames_to_send` has something to do; None: idle."""
-        times: list[float] = []
+        best = _INF  # the earliest finite time (asked for after every frame: no lists)
         goset_t = self.goset.deadline()
-        if goset_t is not None:
-            times.append(goset_t)
-        if (expiry := self.admission.deadline()) is not None:
-            times.append(expiry)
+        if goset_t is not None and goset_t < best:
+            best = goset_t
+        if (expiry := self.admission.deadline()) is not None and expiry < best:
+            best = expiry
         has_keys = len(self.goset) > 0 or bool(self._sets)
         for fs in self._faces.values():
-            if has_keys:
-                times.append(fs.timer.next_at)
-            if (head := fs.queue.peek()) is not None:
-                times.append(fs.ready_at(head))
-            if fs.echoes:
-                times.append(min(fs.echoes.values()))
-            if fs.relays is not None and (head := fs.relays.peek()) is not None:
-                times.append(self._relay_ready(fs, head, head.due))
-        finite = [t for t in times if t != float("inf")]
-        return min(finite) if finite else None
+            if has_keys and (t := fs.timer.next_at) < best:
+                best = t
+            if (head := fs.queue.peek()) is not None and (t := fs.ready_at(head)) < best:
+                best = t
+            if fs.echoes and (t := min(fs.echoes.values())) < best:
+                best = t
+            if (fs.relays is not None and (relay := fs.relays.peek()) is not None
+                    and (t := self._relay_ready(fs, relay, relay.due)) < best):
+                best = t
+        return None if best == _INF else best

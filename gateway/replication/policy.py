@@ -103,6 +103,7 @@ class Policy:
     # a relay waits up to this many push windows more, the fewer of our relayed entries
     # neighbours relayed on lately: nodes whose relays carry the flood go first
     push_echo_weight: float = 0.0
+    push_echo_density: float = 2.0  # ... in full from this many copies per item more than 1
     # push faces: an answer waits U(1, answer_window) airtimes (past the asker's request
     # burst; a copy from another neighbour meanwhile cancels it)
     answer_window: float = 4.0
@@ -147,6 +148,8 @@ class Policy:
                 or self.goset_probation <= 0):
             raise ValueError("goset_new_keys_per_face, goset_new_keys_interval and "
                              "goset_probation must be positive")
+        if self.push_echo_density <= 0:
+            raise ValueError("push_echo_density must be positive")
         if self.push_redundancy < 1 or self.push_capacity < 1:
             raise ValueError("push_redundancy and push_capacity must be positive")
 
@@ -189,6 +192,7 @@ DEFAULT = Policy(
     goset_reset_on_claim=False,
     goset_respond_delay=15.0,
     push_novelty_extra=1,
+    goset_respond_holdoff=600.0,  # city-100: fewer claims while keys spread, more data
     push_echo_weight=2.0,
     push_rtt_max=200.0,
     push_reserve=0.3,
@@ -215,6 +219,7 @@ IP = replace(
     rtt_min=0.005,
     suppress_overheard=False,
     # no pushing, novelties one per round, a new key restarts Trickle
+    goset_respond_holdoff=120.0,
     push=False,
     hint_unmatched=False,
     goset_reset_on_add=True,

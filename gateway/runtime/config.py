@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 from ..replication.policy import Policy, policy_from_mapping
 from ..tomllines import TomlLines
 from ..wire.lora import PROFILES, LoRaParams, profile
+from .secure_config import EXAMPLE_TABLE as SECURE_EXAMPLE
+from .secure_config import SECURE_KEYS, SecureConfig, read_secure_table
 
 __all__ = [
     "CONFIG_FILE",
@@ -70,7 +72,8 @@ farewell_timeout = 300.0  # seconds of silence from a contract's peer after whic
 enabled = false           # BLE central: connect to tinySSB peripherals
 address = ""              # one device ("" = scan for the tinySSB service)
 max_peers = 4
-"""
+
+""" + SECURE_EXAMPLE
 
 
 class ConfigError(Exception):
@@ -119,10 +122,12 @@ class GatewayConfig:
     serial: SerialConfig | None = None
     ble: BleConfig | None = None
     isp_farewell_timeout: float = 300.0
+    secure: SecureConfig = field(default_factory=SecureConfig)
     source: str = "(flags)"
 
     def has_faces(self) -> bool:
-        return bool(self.ws_listen or self.ws_connect or self.udp or self.serial or self.ble)
+        return bool(self.ws_listen or self.ws_connect or self.udp or self.serial or self.ble
+                    or self.secure.active())
 
     def auto_preset(self) -> str:
         """Without a preset named: ``default`` (tuned for radio airtime) when a LoRa dongle
@@ -145,13 +150,14 @@ class GatewayConfig:
 # --- parsing --------------------------------------------------------------------------
 
 _TOP = {"name", "status_interval", "flush_interval", "capture", "policy", "websocket", "udp",
-        "serial", "ble", "isp"}
+        "serial", "ble", "isp", "secure"}
 _TABLES: dict[str, set[str]] = {
     "websocket": {"listen", "connect"},
     "udp": {"enabled", "group", "port", "interface", "loopback", "rate", "burst"},
     "serial": {"port", "profile", "board", "duty_cycle"},
     "ble": {"enabled", "address", "max_peers"},
     "isp": {"farewell_timeout"},
+    "secure": SECURE_KEYS,
 }
 
 
@@ -308,6 +314,9 @@ def _parse(source: str, text: str) -> GatewayConfig:
         if ble.get("enabled", bool, True):
             cfg.ble = BleConfig(ble.get("address", str, "") or None,
                                 int(ble.number("max_peers", 4, 1, 16)))
+
+    if "secure" in data:
+        cfg.secure = read_secure_table(_Reader(source, lines, "secure", data["secure"]))
     return cfg
 
 

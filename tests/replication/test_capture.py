@@ -6,13 +6,17 @@ from pathlib import Path
 
 import cbor2
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gateway.capture import (
+    FORMAT,
     CaptureError,
     CaptureReader,
     CaptureWriter,
     Direction,
     Record,
+    RecordEncoder,
     read_capture,
     records_for_rx,
     records_for_tx,
@@ -128,3 +132,25 @@ def test_pcap_export_holds_every_frame(tmp_path: Path) -> None:
     assert (sec, usec, incl, orig) == (1, 250000, 40, 40)
     assert data[40:80] == b"\x01" * 40
     assert data[80 + 16:] == b"\x02" * 9
+
+
+_text = st.text(max_size=12)
+_opt_float = st.none() | st.floats(allow_nan=True, allow_infinity=True) | st.integers(-5, 5)
+_opt_int = st.none() | st.integers(-(2**64), 2**64) | st.booleans()
+_opt_bytes = st.none() | st.binary(max_size=300)
+_records = st.builds(
+    Record, st.floats(0, 1e10) | st.integers(0, 2**40), _text,
+    st.sampled_from([d for d in Direction if d is not Direction.META]),
+    st.none() | _text, _opt_bytes, st.none() | _text, _opt_bytes, _opt_int, _opt_int,
+    st.none() | _text, _opt_float, _opt_float, _opt_float)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_records)
+def test_record_encoder_writes_exactly_the_cbor_of_the_record_map(record: Record) -> None:
+    encoder = RecordEncoder()
+    expected = cbor2.dumps(record.to_map())
+    assert encoder.encode(record) == expected
+    assert encoder.encode(record) == expected  # again, from its remembered strings
+    meta = Record(0.0, "n", Direction.META, meta={"format": FORMAT, "k": [1, 2.5]})
+    assert encoder.encode(meta) == cbor2.dumps(meta.to_map())

@@ -188,35 +188,63 @@ def test_a_novelty_is_pushed_at_once_without_waiting_for_a_goset_round() -> None
     assert add_crc(Novelty(k.fid).encode()) in [o.frame for o in sent]
 
 
-def _relay_delays(policy, n_entries: int) -> list[float]:
-    """A lone node hears ``n_entries`` posts of one feed (its neighbour is out of the
-    test's hearing, so nobody ever relays its relays on); how long each of its relays
-    waited after the entry came in."""
+
+def _relay_delays(policy, rounds: int) -> list[float]:
+    """A node in a dense neighbourhood: each round it hears a post of feed A three times
+    (neighbours relay it: its own relay is cancelled) and a post of feed B once, which it
+    relays itself and nobody ever relays on. How long each of its B relays waited."""
     node = Node(MemoryStore(), policy=policy, rng=random.Random(5))
     node.add_face(RADIO, 0.0)
-    k = key(70)
-    node.follow(k.fid, 0.0)
+    ka, kb = key(70), key(71)
+    node.follow(ka.fid, 0.0)
+    node.follow(kb.fid, 0.0)
+    feed_a = build_feed(ka, [f"a {i}".encode() for i in range(rounds)])
+    feed_b = build_feed(kb, [f"b {i}".encode() for i in range(rounds)])
     delays: list[float] = []
     t = 0.0
-    for entry in build_feed(k, [f"post {i}".encode() for i in range(n_entries)]):
+    for a, b in zip(feed_a, feed_b, strict=True):
         t += 120.0
-        node.receive(t, "radio", add_crc(entry.packet), snr=0.0)
-        heard, end = t, t + 110.0
+        node.receive(t, "radio", add_crc(a.packet), snr=0.0)
+        node.receive(t + 0.3, "radio", add_crc(a.packet), snr=0.0)
+        node.receive(t + 0.6, "radio", add_crc(a.packet), snr=0.0)
+        node.receive(t + 1.0, "radio", add_crc(b.packet), snr=0.0)
+        heard, end = t + 1.0, t + 110.0
         while t < end:
             for out in node.frames_to_send(t):
-                if out.kind is FrameKind.ENTRY and out.frame[:-4] == entry.packet:
+                if out.frame[:-4] == b.packet:
                     delays.append(t - heard)
             t = min(end, max(t + 0.01, node.next_deadline() or end))
     return delays
 
 
-def test_a_node_whose_relays_nobody_takes_on_lets_others_go_first() -> None:
+def test_in_a_dense_mesh_a_node_whose_relays_nobody_takes_on_lets_others_go_first() -> None:
     window = DEFAULT.push_window * RADIO.airtime(120)
-    delays = _relay_delays(DEFAULT, 30)
-    assert len(delays) == 30  # it still relays every post (nobody else did)
+    delays = _relay_delays(DEFAULT, 160)
+    assert len(delays) == 160  # it still relays every B post (nobody else did)
     assert delays[0] < window
-    # no echo ever: its relays now wait past the window, where a neighbour whose relays
-    # carry the flood would have gone first and cancelled them
-    assert min(delays[-5:]) > window
-    plain = _relay_delays(DEFAULT.with_(push_echo_weight=0.0), 30)
+    # neighbours relay what it hears, but never its own relays: those now wait past the
+    # window, where a neighbour whose relays carry the flood would have gone first
+    assert min(delays[-10:]) > window
+    plain = _relay_delays(DEFAULT.with_(push_echo_weight=0.0), 160)
     assert max(plain) < window
+
+
+def test_a_lone_bridge_does_not_hold_back() -> None:
+    # the same node with nobody else relaying around it (a bridge in a sparse mesh): its
+    # relays are never taken on either, yet it keeps relaying within the window
+    node = Node(MemoryStore(), policy=DEFAULT, rng=random.Random(6))
+    node.add_face(RADIO, 0.0)
+    k = key(72)
+    node.follow(k.fid, 0.0)
+    window = DEFAULT.push_window * RADIO.airtime(120)
+    t, waited = 0.0, []
+    for entry in build_feed(k, [f"p {i}".encode() for i in range(100)]):
+        t += 120.0
+        node.receive(t, "radio", add_crc(entry.packet), snr=0.0)
+        heard, end = t, t + 110.0
+        while t < end:
+            for out in node.frames_to_send(t):
+                if out.frame[:-4] == entry.packet:
+                    waited.append(t - heard)
+            t = min(end, max(t + 0.01, node.next_deadline() or end))
+    assert len(waited) == 100 and max(waited) < window

@@ -200,3 +200,27 @@ def test_the_channel_never_refuses_what_the_nodes_own_budget_allows() -> None:
             assert ch.transmit(a, frame, t) is not None
             node.spend(t, air)
             free = t + air
+
+
+def test_each_near_link_draws_the_12_bits_it_would_draw_on_its_own() -> None:
+    # the channel takes a frame's shadowing levels with one getrandbits call; a seed must
+    # keep giving the very draws of one getrandbits(12) per link, in link order, so that
+    # captures of a seed stay the same byte for byte
+    from firmware_sim.channel import SHADOW_BITS, shadow_levels
+
+    loss = phy.PATH_LOSS_PRESETS["log-distance"]
+    ch = LoRaChannel(loss, random.Random(11))
+    a = ch.add_radio("a", 0, 0, EU, duty_cycle=0)
+    for i in range(40):  # neighbours and radios at the edge of the noise margin
+        ch.add_radio(f"n{i}", 60 + 25 * i, 7 * i, EU, duty_cycle=0)
+    twin = random.Random(11)
+    for k in range(5):
+        tx = ch.transmit(a, FRAME, 10.0 * k)
+        assert tx is not None
+        expected = {}
+        for link in ch.radios[a].links:
+            level = twin.getrandbits(SHADOW_BITS)
+            if level >= link.first:
+                expected[link.receiver] = link.median + loss.sigma_db * shadow_levels()[level]
+        assert ch.radios[a].far == []  # no thinned links here: every draw is one of these
+        assert tx.power == expected and len(expected) > 10

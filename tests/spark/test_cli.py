@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -68,3 +72,47 @@ def test_capture_convert_lists_runs_and_problems(tmp_path: Path,
     rc, _, err = run(capsys, "capture", "convert", str(tmp_path / "ds"), "--out",
                      str(tmp_path / "ds2"))
     assert rc == 2 and "is converted already" in err
+
+
+def test_bad_master_url_is_named_in_one_line_and_nothing_is_created(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = captures.write_hand_ref(tmp_path / "hand-ref.cbor")
+    rc, out, err = run(capsys, "analyze", str(src), "--out", str(tmp_path / "r"),
+                       "--master", "bogus://x")
+    assert rc == 2 and out == ""
+    assert err.startswith("tinyssb: error: bad Spark master URL 'bogus://x': use local")
+    assert len(err.splitlines()) == 1 and "Java" not in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_ctrl_c_stops_spark_removes_the_output_and_exits_130(tmp_path: Path) -> None:
+    """Ctrl-C in a terminal: SIGINT to the process group (the CLI and Spark's JVM)."""
+    root = tmp_path / "caps"
+    root.mkdir()
+    captures.write_hand_ref(root / "hand-ref.cbor")
+    captures.write_gateway_dir(root / "gw-site")
+    out = tmp_path / "report"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gateway.cli", "analyze", str(root), "--out", str(out),
+         "--master", "local[1]", "--conf", "spark.ui.enabled=false"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stderr is not None
+    seen = []
+    try:
+        for line in proc.stderr:
+            seen.append(line)
+            if line.startswith("analyze: pass 1/2"):  # a Spark job is running
+                os.killpg(proc.pid, signal.SIGINT)
+                break
+        stdout, rest = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    lines = [*seen, *rest.splitlines(keepends=True)]
+    assert proc.returncode == 130, "".join(lines)
+    assert stdout == ""
+    assert lines[-1] == "tinyssb: interrupted; analysis stopped, nothing written\n"
+    # nothing from the JVM or py4j on the terminal: only our own progress lines
+    assert all(line.startswith("analyze: ") for line in lines[:-1]), "".join(lines)
+    assert not out.exists()

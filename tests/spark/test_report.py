@@ -67,3 +67,19 @@ def test_bad_files_are_reported_with_name_and_offset_and_the_rest_analyzed(
     cut = campaign.run("cut")  # the kept prefix is analyzed: B's store record was torn off
     assert (cut["tx_frames"], cut["held_pairs"], cut["stalled_pairs"]) == (1, 1, 1)
     assert f"{campaign.torn}: torn last record at byte {campaign.torn_at}" in campaign.stdout
+
+
+def test_page_shows_bound_and_efficiency_and_counts_runs_in_words(campaign: Campaign) -> None:
+    page = (campaign.out / "index.html").read_text()
+    line5 = page[page.index("<h2>line-5</h2>"):]
+    line5 = line5[:line5.index("</table>")]
+    assert "default: 2 runs" in line5
+    assert "efficiency (bound / airtime)" in line5 and "airtime lower bound per run" in line5
+    group = next(g for g in campaign.summary["groups"] if g["scenario"] == "line-5")
+    assert f"{100 * group['efficiency']:.1f}%" in line5
+    hand = page[page.index("<h2>hand</h2>"):]
+    assert "reference: 1 run," in hand and "1 runs" not in page
+    runs = page[page.index("<h2>Runs</h2>"):]
+    assert "<th>lower bound</th><th>efficiency</th>" in runs
+    # wide tables scroll inside their box instead of widening the page
+    assert "<div class='table'><table>" in runs and "overflow-x: auto" in page

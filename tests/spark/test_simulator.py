@@ -42,3 +42,28 @@ def test_spread_and_traffic_agree_with_firmware_sim_summary(campaign: Campaign) 
     assert r["drops"] == sum(s.drops.values())
     reached = sum(n for reason, n in s.drops.items() if reason in NODE_REASONS)
     assert r["rx_frames"] == s.rx_frames + reached  # rx records and the Node's own drops
+
+
+def test_airtime_bound_and_efficiency_agree_with_firmware_sim_summary(
+        campaign: Campaign) -> None:
+    bound_air = []
+    for run_id, s in campaign.sims.items():
+        bound = s.meta["airtime_lower_bound_s"]  # the simulator wrote it in the header
+        air = sum(s.tx_airtime.values())
+        r = campaign.run(run_id)
+        assert r["air_bound"] == bound
+        assert r["efficiency"] == pytest.approx(bound / air)  # the summary's "efficiency"
+        bound_air.append((bound, air))
+    group = next(g for g in campaign.summary["groups"] if g["scenario"] == "line-5")
+    assert group["air_bound_mean"] == pytest.approx(sum(b for b, _ in bound_air) / 2)
+    assert group["efficiency"] == pytest.approx(sum(b for b, _ in bound_air)
+                                                / sum(a for _, a in bound_air))
+
+
+def test_runs_without_a_bound_in_their_header_show_none(campaign: Campaign) -> None:
+    for run_id in ("gw-site", "hand-ref"):  # a gateway directory, a hand-made capture
+        r = campaign.run(run_id)
+        assert r["air_bound"] is None and r["efficiency"] is None
+    hand = next(c for c in campaign.summary["comparisons"] if c["scenario"] == "hand")
+    row = next(r for r in hand["rows"] if r["key"] == "efficiency")
+    assert set(row["shown"].values()) == {"-"}
