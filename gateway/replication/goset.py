@@ -257,7 +257,7 @@ class GosetSync:
             for pkey, pend in list(self._pending.items()):
                 c = pend.claim
                 lo_i, hi_i = self._index.get(c.lo), self._index.get(c.hi)
-                if lo_i is None or hi_i is None or hi_i - lo_i + 2 != c.cnt:
+                if lo_i is None or hi_i is None or hi_i < lo_i or hi_i - lo_i + 2 != c.cnt:
                     continue
                 ours = make_claim(self.keys, lo_i, hi_i)
                 missing = (int.from_bytes(c.xor, "big")
