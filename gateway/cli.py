@@ -27,7 +27,7 @@ from .wire import bipf
 from .wire.entry import FeedKey, chunks_needed
 from .wire.errors import WireError
 from .wire.ident import format_id, parse_id
-from .wire.lora import PROFILES
+from .wire.lora import PROFILES, check_power, power_limit
 
 log = logging.getLogger("tinyssb")
 
@@ -311,6 +311,11 @@ def dongle_changes(args: argparse.Namespace) -> list[tuple[Cmd, int]]:
             raise UserError(f"unknown profile {args.profile!r}; `tinyssb dongle profiles` "
                             "lists them")
         values.update(RadioConfig.from_params(PROFILES[args.profile]).settings())
+        if args.power is not None:
+            try:
+                check_power(args.profile, args.power)
+            except ValueError as exc:
+                raise UserError(f"--power {exc}") from None
     for cmd, value in ((Cmd.FREQUENCY, args.frequency), (Cmd.BANDWIDTH, args.bandwidth),
                        (Cmd.SF, args.sf), (Cmd.CR, args.cr), (Cmd.SYNC_WORD, args.sync),
                        (Cmd.TX_POWER, args.power), (Cmd.PREAMBLE, args.preamble)):
@@ -339,16 +344,20 @@ def cmd_dongle_set(args: argparse.Namespace) -> int:
 def cmd_dongle_profiles(args: argparse.Namespace) -> int:
     rows: list[dict[str, object]] = []
     lines = [(f"{'profile':<16} {'MHz':>8} {'kHz':>4} {'SF':>3} {'CR':>4} {'sync':>5} "
-             f"{'124 B on air':>13} {'per hour at 1%':>15}")]
+             f"{'dBm':>4} {'max':>4} {'124 B on air':>13} {'per hour at 1%':>15}")]
     for name, p in PROFILES.items():
         airtime_ms = p.airtime(FULL_FRAME) * 1000
         per_hour = int(36_000 // airtime_ms)
+        limit = power_limit(name)
         rows.append({"name": name, "frequency_hz": p.frequency_hz,
                      "bandwidth_hz": p.bandwidth_hz, "sf": p.sf, "cr": p.cr,
-                     "sync_word": p.sync_word, "airtime_124_ms": round(airtime_ms, 3),
+                     "sync_word": p.sync_word, "tx_power_dbm": p.tx_power_dbm,
+                     "max_tx_power_dbm": limit.max_dbm, "power_rule": limit.rule,
+                     "airtime_124_ms": round(airtime_ms, 3),
                      "frames_per_hour_1pct": per_hour})
         lines.append(f"{name:<16} {p.frequency_hz / 1e6:>8.1f} {p.bandwidth_hz // 1000:>4} "
                      f"{p.sf:>3} {'4/' + str(p.cr):>4} {p.sync_word:>#5x} "
+                     f"{p.tx_power_dbm:>4} {limit.max_dbm:>4} "
                      f"{airtime_ms:>10.1f} ms {per_hour:>15}")
     print(json.dumps(rows, indent=2) if args.json else "\n".join(lines))
     return 0
@@ -423,7 +432,8 @@ def add_dongle_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     sp.add_argument("--cr", type=_int_arg(5, 8, "coding rate"), metavar="N",
                     help="coding-rate denominator 5..8 (5 = 4/5)")
     sp.add_argument("--power", type=_int_arg(-9, 22, "tx power"), metavar="DBM",
-                    help="transmit power in dBm (-9..22 on SX1262, 2..20 on SX1276)")
+                    help="transmit power in dBm (-9..22 on SX1262, 2..20 on SX1276); with "
+                         "--profile, at most the region's legal limit (14 on EU868)")
     sp.add_argument("--sync", type=_int_arg(0, 255, "sync word"), metavar="BYTE",
                     help="sync word, SX127x register value (tinySSB: 0x58)")
     sp.add_argument("--preamble", type=_int_arg(6, 65535, "preamble"), metavar="N",

@@ -16,12 +16,15 @@ from .isp.storage import KeyStoreError
 from .runtime.config import (
     CONFIG_FILE,
     EXAMPLE,
+    STATUS_INTERVAL,
     BleConfig,
     ConfigError,
     GatewayConfig,
     SerialConfig,
     UdpConfig,
+    check_board,
     check_profile,
+    check_range,
     check_ws_url,
     load_config,
     parse_listen,
@@ -31,6 +34,7 @@ from .runtime.gateway import Gateway
 from .runtime.isp_service import RoleError
 from .runtime.links import build_links
 from .transports.base import LinkError
+from .wire.lora import check_power
 
 __all__ = ["add_gateway_commands", "add_run_arguments", "cmd_run", "gateway_config"]
 
@@ -56,21 +60,33 @@ def gateway_config(args: argparse.Namespace, root: Path) -> GatewayConfig:
                 cfg.udp.loopback = True
         if args.serial:
             cfg.serial = SerialConfig(args.serial, check_profile(args.profile or "EU868.a"),
-                                      args.board)
-        elif cfg.serial is not None and args.profile:
-            cfg.serial.profile = check_profile(args.profile)
-        elif args.profile:
-            raise ValueError("--profile needs a dongle: give --serial PORT too")
+                                      check_board(args.board))
+        elif cfg.serial is not None:
+            if args.profile:
+                cfg.serial.profile = check_profile(args.profile)
+            if args.board:
+                cfg.serial.board = check_board(args.board)
+        elif args.profile or args.board or args.power is not None:
+            flag = "--profile" if args.profile else "--board" if args.board else "--power"
+            raise ValueError(f"{flag} needs a dongle: give --serial PORT too")
+        if cfg.serial is not None:
+            if args.power is not None:
+                cfg.serial.power = args.power
+            if cfg.serial.power is not None:  # the file's power also meets a new --profile
+                check_power(cfg.serial.profile, cfg.serial.power)
         if args.ble is not None:
             cfg.ble = BleConfig(args.ble or None)
+        if args.status_interval is not None:
+            try:
+                cfg.status_interval = check_range(args.status_interval, *STATUS_INTERVAL)
+            except ValueError as exc:
+                raise ValueError(f"--status-interval {exc}") from None
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     if args.capture:
         cfg.capture = Path(args.capture).expanduser()
     if args.name:
         cfg.name = args.name
-    if args.status_interval is not None:
-        cfg.status_interval = args.status_interval
     cfg.set_policy(args.policy)
     return cfg
 
@@ -187,6 +203,9 @@ def add_run_arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--profile", metavar="NAME",
                     help="radio plan for the dongle (default EU868.a: 868.3 MHz, 125 kHz, "
                     "SF7; `tinyssb dongle profiles` lists them)")
+    sp.add_argument("--power", type=int, metavar="DBM",
+                    help="the dongle's transmit power in dBm (default: the profile's legal "
+                         "default, 14 on EU868; refused above the region's limit)")
     sp.add_argument("--board", help="the dongle's board (hardware/boards), for its serial lines")
     sp.add_argument("--ble", nargs="?", const="", metavar="ADDR",
                     help="BLE central: connect to ADDR, or scan for tinySSB peripherals")

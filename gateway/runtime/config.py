@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from ..replication.policy import Policy, policy_from_mapping
 from ..tomllines import TomlLines
-from ..wire.lora import PROFILES, LoRaParams, profile
+from ..wire.lora import PROFILES, LoRaParams, check_power, profile
 
 __all__ = [
     "CONFIG_FILE",
@@ -57,6 +57,9 @@ loopback = false          # also deliver to other gateways on this host
 [serial]
 port = ""                 # the LoRa dongle, e.g. "/dev/ttyUSB0" ("" = none)
 profile = "EU868.a"       # radio plan (868.3 MHz, 125 kHz, SF7): tinyssb dongle profiles
+# power = 14              # transmit power in dBm; unset: the profile's legal default
+                          # (14 on EU868, 10 on EU433, 20 on US915/AU915); never above
+                          # the region's limit
 board = ""                # board name from hardware/boards, for its serial lines
 duty_cycle = 0.01         # share of airtime the gateway may use
 
@@ -85,10 +88,13 @@ class SerialConfig:
     profile: str = "EU868.a"
     board: str | None = None
     duty_cycle: float = 0.01
+    power: int | None = None  # dBm; None: the profile's legal default
 
     @property
     def params(self) -> LoRaParams:
-        return profile(self.profile)
+        if self.power is None:
+            return profile(self.profile)
+        return profile(self.profile, tx_power_dbm=self.power)
 
 
 @dataclass(slots=True)
@@ -140,7 +146,7 @@ _TOP = {"name", "status_interval", "flush_interval", "capture", "policy", "webso
 _TABLES: dict[str, set[str]] = {
     "websocket": {"listen", "connect"},
     "udp": {"enabled", "group", "port", "interface", "loopback"},
-    "serial": {"port", "profile", "board", "duty_cycle"},
+    "serial": {"port", "profile", "board", "duty_cycle", "power"},
     "ble": {"enabled", "address", "max_peers"},
 }
 
@@ -178,9 +184,10 @@ class _Reader:
 
     def number(self, key: str, default: float, low: float, high: float) -> float:
         value = float(self.get(key, (int, float), default))
-        if not low <= value <= high:
-            raise self.error(key, f"must be between {low:g} and {high:g}, got {value:g}")
-        return value
+        try:
+            return check_range(value, low, high)
+        except ValueError as exc:
+            raise self.error(key, str(exc)) from None
 
     def port(self, key: str, default: int) -> int:
         value = self.get(key, int, default)
@@ -217,6 +224,28 @@ def check_ws_url(url: str) -> str:
     return url
 
 
+def check_board(name: str | None) -> str | None:
+    """``name`` when hardware/boards knows it (or when no board is named)."""
+    from ..transports.serial_dongle import DongleLinkError, serial_lines
+
+    try:
+        serial_lines(name)
+    except DongleLinkError as exc:
+        raise ValueError(str(exc)) from None
+    return name
+
+
+def check_range(value: float, low: float, high: float) -> float:
+    """``value`` when it lies in low..high: the rule for every numeric key and flag."""
+    if not low <= value <= high:
+        raise ValueError(f"must be between {low:g} and {high:g}, got {value:g}")
+    return value
+
+
+STATUS_INTERVAL = (0.0, 86400.0)
+FLUSH_INTERVAL = (0.1, 3600.0)
+
+
 def check_profile(name: str) -> str:
     if name not in PROFILES:
         raise ValueError(f"unknown radio profile {name!r}; see `tinyssb dongle profiles`")
@@ -232,8 +261,8 @@ def _parse(source: str, text: str) -> GatewayConfig:
     top = _Reader(source, lines, None, {k: v for k, v in data.items()})
     cfg = GatewayConfig(source=source)
     cfg.name = top.get("name", str, cfg.name) or cfg.name
-    cfg.status_interval = top.number("status_interval", cfg.status_interval, 0, 86400)
-    cfg.flush_interval = top.number("flush_interval", cfg.flush_interval, 0.1, 3600)
+    cfg.status_interval = top.number("status_interval", cfg.status_interval, *STATUS_INTERVAL)
+    cfg.flush_interval = top.number("flush_interval", cfg.flush_interval, *FLUSH_INTERVAL)
     capture = top.get("capture", str, "")
     cfg.capture = Path(capture).expanduser() if capture else None
     for table in ("policy", *_TABLES):
@@ -278,8 +307,19 @@ def _parse(source: str, text: str) -> GatewayConfig:
                 check_profile(name)
             except ValueError as exc:
                 raise ser.error("profile", str(exc)) from None
-            cfg.serial = SerialConfig(port, name, ser.get("board", str, "") or None,
-                                      ser.number("duty_cycle", 0.01, 0.0, 1.0))
+            power = ser.get("power", int, None)
+            if power is not None:
+                try:
+                    check_power(name, power)
+                except ValueError as exc:
+                    raise ser.error("power", str(exc)) from None
+            board = ser.get("board", str, "") or None
+            try:
+                check_board(board)
+            except ValueError as exc:
+                raise ser.error("board", str(exc)) from None
+            cfg.serial = SerialConfig(port, name, board,
+                                      ser.number("duty_cycle", 0.01, 0.0, 1.0), power)
 
     if "ble" in data:
         ble = _Reader(source, lines, "ble", data["ble"])
