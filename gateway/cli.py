@@ -101,13 +101,20 @@ def cmd_publish(args: argparse.Namespace) -> int:
     if args.text is not None and args.file is not None:
         raise UserError("give either TEXT or --file, not both")
     if args.text is not None:
-        content = tav_post(args.text, time.time())
+        source = "TEXT"
+        content = tav_post(args.text, time.time()) if args.text or args.allow_empty else b""
     elif args.file is not None:
+        source = "stdin" if args.file == "-" else args.file
         content = _read_input(args.file)
     elif not sys.stdin.isatty():
+        source = "stdin"
         content = sys.stdin.buffer.read()
     else:
         raise UserError("nothing to publish: give TEXT, --file FILE or pipe content to stdin")
+    if not content and not args.allow_empty:
+        # cron or ssh without a terminal: an empty stdin would append an empty entry per run
+        raise UserError(f"nothing to publish: {source} is empty; pass --allow-empty to "
+                        "publish an empty entry anyway")
     root = ensure_data_dir(args)
     key, created = load_or_create_key(root)
     if created:
@@ -476,6 +483,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "unix time]")
     sp.add_argument("--file", "-f", metavar="FILE",
                     help="publish the raw bytes of FILE ('-' for stdin)")
+    sp.add_argument("--allow-empty", action="store_true",
+                    help="publish even when the content (TEXT, FILE or stdin) is empty")
 
     sp = add("feeds", cmd_feeds, "list the feeds held, with their length")
     sp.add_argument("--json", action="store_true", help="machine-readable output")

@@ -162,3 +162,28 @@ def test_follow_shows_entries_as_they_arrive(tmp_path: Path,
         proc.wait(timeout=20)
     text = "".join(lines)
     assert text.index("first") < text.index("--- #2") < text.index("second")
+
+
+def test_publish_refuses_an_empty_stdin_unless_asked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 18: from cron or ssh (stdin not a terminal, nothing piped) every run appended
+    an empty entry."""
+    data = tmp_path / "d"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    rc, out, err = run(capsys, data, "publish")
+    assert rc == 2 and out == ""
+    assert err == ("tinyssb: error: nothing to publish: stdin is empty; pass --allow-empty "
+                   "to publish an empty entry anyway\n")
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    rc, _, err = run(capsys, data, "publish", "--file", str(empty))
+    assert rc == 2 and f"{empty} is empty" in err
+    rc, _, err = run(capsys, data, "publish", "")
+    assert rc == 2 and "TEXT is empty" in err
+    assert not (data / "secret.json").exists()  # nothing created for a refused publish
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    rc, out, _ = run(capsys, data, "publish", "--allow-empty")
+    assert rc == 0 and out == "1\n"
+    rc, out, _ = run(capsys, data, "cat", "me", "--seq", "1")
+    assert rc == 0 and "--- #1 (0 B)" in out

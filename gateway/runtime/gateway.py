@@ -31,7 +31,7 @@ from ..replication.events import ChainComplete, FeedAdded, NewEntry
 from ..replication.faces import Face
 from ..replication.node import Node
 from ..store import DiskStore
-from ..store.keys import load_or_create_key
+from ..store.keys import KEY_FILE, load_or_create_key
 from ..transports.base import Link, RadioMeta, SendFn
 from ..wire.ident import format_id
 from .config import GatewayConfig
@@ -83,6 +83,7 @@ class Gateway:
         """Take the data directory and start every link; LinkError/StoreError on failure."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.store = DiskStore(self.data_dir)
+        created = False
         try:
             self.key, created = load_or_create_key(self.data_dir)
             if created:
@@ -109,6 +110,8 @@ class Gateway:
                 self._started.append(link)
         except BaseException:
             await self.close()
+            if created:  # a gateway that never ran leaves no identity behind
+                (self.data_dir / KEY_FILE).unlink(missing_ok=True)
             raise
         log.info("gateway %s up: %s, %d feeds, policy %s, links: %s", self.config.name,
                  format_id(self.key.fid), len(self.store), self.config.policy.name,
