@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gateway.errors import UserError
 from gateway.replication.policy import PRESETS
 
 from .realtime import DongleBridge
@@ -36,8 +37,6 @@ Command = Callable[[argparse.Namespace], int]
 
 
 def _user_error(message: str) -> Exception:
-    from gateway.cli import UserError  # imported late: gateway.cli imports this module
-
     return UserError(message)
 
 

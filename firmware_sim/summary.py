@@ -14,13 +14,13 @@ is the time of the last store record that completed the picture.
 from __future__ import annotations
 
 import os
-import statistics
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.capture import Direction, Record, read_capture
+from gateway.stats import percentile
 
 __all__ = ["Convergence", "Summary", "SummaryBuilder", "convergence", "format_summary",
            "summarize"]
@@ -171,9 +171,9 @@ def format_summary(s: Summary) -> str:
                      f"{c.share:.1%} of (node, entry) pairs complete")
     if c.latencies:
         lat = sorted(c.latencies)
-        p95 = lat[min(len(lat) - 1, int(0.95 * len(lat)))]
         lines.append(f"entry spread (publication -> last node): median "
-                     f"{statistics.median(lat):.1f} s, p95 {p95:.1f} s, max {lat[-1]:.1f} s "
+                     f"{percentile(lat, 0.5):.1f} s, p95 {percentile(lat, 0.95):.1f} s, "
+                     f"max {lat[-1]:.1f} s "
                      f"over {len(lat)} of {c.entries} entries")
     lines.append("")
     lines.append(f"{'kind':<10} {'frames':>9} {'airtime s':>11} {'bytes':>11}")

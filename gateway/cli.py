@@ -15,6 +15,7 @@ from pathlib import Path
 from . import __version__
 from .cli_gateway import add_gateway_commands
 from .cli_isp import add_isp_commands
+from .errors import EXIT_USER_ERROR, UserError
 from .render import render_content
 from .runtime.control import ControlError
 from .runtime.control import request as control_request
@@ -32,11 +33,6 @@ from .wire.lora import PROFILES, check_power, power_limit
 log = logging.getLogger("tinyssb")
 
 DEFAULT_DATA = "~/.tinyssb"
-EXIT_USER_ERROR = 2
-
-
-class UserError(Exception):
-    """A mistake at the keyboard: printed as one line, exit code 2."""
 
 
 def data_dir(args: argparse.Namespace) -> Path:
@@ -531,8 +527,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # `python -m gateway.cli`: run the imported module, whose UserError the simulator's
-    # and Spark's commands raise, rather than this __main__ copy of it
-    from gateway.cli import main as _main
-
-    sys.exit(_main())
+    sys.exit(main())

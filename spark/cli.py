@@ -18,14 +18,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gateway.errors import UserError
+
 __all__ = ["add_spark_commands", "spark_errors"]
 
 Command = Callable[[argparse.Namespace], int]
 
 
 def _user_error(message: str) -> Exception:
-    from gateway.cli import UserError  # imported late: gateway.cli imports this module
-
     return UserError(message)
 
 

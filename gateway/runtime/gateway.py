@@ -44,6 +44,19 @@ __all__ = ["Gateway"]
 log = logging.getLogger("tinyssb.gateway")
 
 
+def capture_meta(config: GatewayConfig, links: list[Link]) -> dict[str, Any]:
+    """The capture header's free keys: the policy, the links and, with a dongle, the radio
+    profile and its settings (the keys the simulator writes, so the analysis reads both)."""
+    meta: dict[str, Any] = {"policy": config.policy.name,
+                            "links": sorted({link.kind for link in links})}
+    if config.serial is not None:
+        p = config.serial.params
+        meta.update(profile=config.serial.profile, sf=p.sf, bandwidth_hz=p.bandwidth_hz,
+                    frequency_hz=p.frequency_hz, tx_power_dbm=p.tx_power_dbm,
+                    duty_cycle=config.serial.duty_cycle)
+    return meta
+
+
 class Gateway:
     """One running gateway on ``data_dir``. Use :meth:`run` (or ``open``/``serve``/``close``)."""
 
@@ -102,7 +115,8 @@ class Gateway:
             # an empty key would only take one of the 100 places every implementation has
             if self.config.capture is not None:
                 self._capture = CaptureWriter(self.config.capture, self.config.name,
-                                              t0=self.unix(now), fid=self.key.fid)
+                                              t0=self.unix(now), fid=self.key.fid,
+                                              **capture_meta(self.config, self.links))
             self._control = ControlServer(self.data_dir / SOCKET_FILE, self._on_control)
             await self._control.start()
             for link in self.links:

@@ -123,7 +123,7 @@ def test_the_gateway_configures_the_dongle_with_the_power_it_was_given(
 
     async def scenario() -> None:
         async with running(tmp_path / "gw", build_links(GatewayConfig(serial=serial)),
-                           serial=serial) as gw:
+                           serial=serial, capture=tmp_path / "gw.cbor") as gw:
             await until(lambda: gw.status()["faces"] != [])
             assert dongle.dongle.settings.tx_power == want
             link = gw.status()["links"][0]
@@ -131,6 +131,12 @@ def test_the_gateway_configures_the_dongle_with_the_power_it_was_given(
 
     with caplog.at_level(logging.WARNING, logger="gateway.transports.serial_dongle"):
         run(scenario)
+    # issue 18: the capture header names the radio profile and the power (the report
+    # read "unknown" before)
+    header = next(iter(read_capture(tmp_path / "gw.cbor"))).meta
+    assert header is not None
+    assert (header["profile"], header["tx_power_dbm"], header["sf"]) == (PROFILE, want, 7)
+    assert header["links"] == ["serial"] and header["policy"] == "default"
     replaced = [r.getMessage() for r in caplog.records if "replaces" in r.getMessage()]
     if power is None:  # the firmware boots with 14 dBm: nothing changes, nothing said
         assert replaced == []

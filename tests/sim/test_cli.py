@@ -9,7 +9,7 @@ import pytest
 
 from firmware_sim.cli import add_sim_commands, parse_duration
 from firmware_sim.summary import convergence
-from gateway.cli import UserError
+from gateway.errors import UserError
 
 
 def parser() -> argparse.ArgumentParser:
