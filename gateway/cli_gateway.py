@@ -16,25 +16,16 @@ from .isp.storage import KeyStoreError
 from .runtime.config import (
     CONFIG_FILE,
     EXAMPLE,
-    STATUS_INTERVAL,
-    BleConfig,
     ConfigError,
     GatewayConfig,
-    SerialConfig,
-    UdpConfig,
-    check_board,
-    check_profile,
-    check_range,
-    check_ws_url,
+    Override,
     load_config,
-    parse_listen,
 )
 from .runtime.control import ControlError, request
 from .runtime.gateway import Gateway
 from .runtime.isp_service import RoleError
 from .runtime.links import build_links
 from .transports.base import LinkError
-from .wire.lora import check_power
 
 __all__ = ["add_gateway_commands", "add_run_arguments", "cmd_run", "gateway_config"]
 
@@ -43,50 +34,40 @@ log = logging.getLogger("tinyssb")
 UserErrorFactory = Callable[[str], Exception]
 
 
+def run_overrides(args: argparse.Namespace) -> list[Override]:
+    """Each flag given, as the config key it sets (adding a flag: one line here)."""
+    o: list[Override] = []
+    o += [Override("--ws-listen", ("websocket", "listen"), v, append=True)
+          for v in args.ws_listen]
+    o += [Override("--connect", ("websocket", "connect"), v, append=True) for v in args.connect]
+    if args.udp or args.udp_interface or args.udp_loopback:
+        o.append(Override("--udp", ("udp", "enabled"), True))
+    if args.udp_interface:
+        o.append(Override("--udp-interface", ("udp", "interface"), args.udp_interface))
+    if args.udp_loopback:
+        o.append(Override("--udp-loopback", ("udp", "loopback"), True))
+    for flag, key, value in (("--serial", "port", args.serial),
+                             ("--profile", "profile", args.profile),
+                             ("--board", "board", args.board),
+                             ("--power", "power", args.power)):
+        if value is not None:
+            o.append(Override(flag, ("serial", key), value))
+    if args.ble is not None:
+        o.append(Override("--ble", ("ble", "enabled"), True))
+        if args.ble:
+            o.append(Override("--ble", ("ble", "address"), args.ble))
+    for flag, key, value in (("--capture", "capture", args.capture),
+                             ("--name", "name", args.name),
+                             ("--status-interval", "status_interval", args.status_interval)):
+        if value is not None:
+            o.append(Override(flag, (key,), value))
+    return o
+
+
 def gateway_config(args: argparse.Namespace, root: Path) -> GatewayConfig:
     """The config file (``--config`` or the data dir's), then the flags on top."""
     path = Path(args.config).expanduser() if args.config else root / CONFIG_FILE
-    cfg = load_config(path, required=args.config is not None)
-    try:
-        for item in args.ws_listen:
-            cfg.ws_listen.append(parse_listen(item))
-        for url in args.connect:
-            cfg.ws_connect.append(check_ws_url(url))
-        if args.udp or args.udp_interface or args.udp_loopback:
-            cfg.udp = cfg.udp or UdpConfig()
-            if args.udp_interface:
-                cfg.udp.interface = args.udp_interface
-            if args.udp_loopback:
-                cfg.udp.loopback = True
-        if args.serial:
-            cfg.serial = SerialConfig(args.serial, check_profile(args.profile or "EU868.a"),
-                                      check_board(args.board))
-        elif cfg.serial is not None:
-            if args.profile:
-                cfg.serial.profile = check_profile(args.profile)
-            if args.board:
-                cfg.serial.board = check_board(args.board)
-        elif args.profile or args.board or args.power is not None:
-            flag = "--profile" if args.profile else "--board" if args.board else "--power"
-            raise ValueError(f"{flag} needs a dongle: give --serial PORT too")
-        if cfg.serial is not None:
-            if args.power is not None:
-                cfg.serial.power = args.power
-            if cfg.serial.power is not None:  # the file's power also meets a new --profile
-                check_power(cfg.serial.profile, cfg.serial.power)
-        if args.ble is not None:
-            cfg.ble = BleConfig(args.ble or None)
-        if args.status_interval is not None:
-            try:
-                cfg.status_interval = check_range(args.status_interval, *STATUS_INTERVAL)
-            except ValueError as exc:
-                raise ValueError(f"--status-interval {exc}") from None
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    if args.capture:
-        cfg.capture = Path(args.capture).expanduser()
-    if args.name:
-        cfg.name = args.name
+    cfg = load_config(path, required=args.config is not None, overrides=run_overrides(args))
     cfg.set_policy(args.policy)
     return cfg
 
