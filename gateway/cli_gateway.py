@@ -6,10 +6,16 @@ import argparse
 import asyncio
 import json
 import logging
+import shutil
 import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
 
 from .isp import IspError, Role
 from .isp.storage import KeyStoreError
@@ -25,6 +31,7 @@ from .runtime.control import ControlError, request
 from .runtime.gateway import Gateway
 from .runtime.isp_service import RoleError
 from .runtime.links import build_links
+from .status_view import status_view
 from .transports.base import LinkError
 
 __all__ = ["add_gateway_commands", "add_run_arguments", "cmd_run", "gateway_config"]
@@ -111,28 +118,9 @@ async def _serve(gateway: Gateway) -> None:
     log.info("gateway stopped")
 
 
-def _print_status(st: dict[str, Any]) -> None:
-    print(f"gateway {st['name']}  {st['id']}")
-    print(f"  up {st['uptime']:.0f} s, policy {st['policy']}, {st['feeds']} feeds, "
-          f"{st['entries']} entries, GOSET {st['goset']['keys']} keys "
-          f"(state {st['goset']['state']}...)")
-    node = st["node"]
-    drops = ", ".join(f"{k} {v}" for k, v in sorted(node["drops"].items())) or "none"
-    print(f"  frames rx {node['rx']} tx {node['tx']}, stored {node['entries_stored']} "
-          f"entries {node['chunks_stored']} chunks, dropped: {drops}")
-    print(f"  faces ({len(st['faces'])}):")
-    for f in st["faces"]:
-        print(f"    {f['name']:<28} {f['kind']:<9} rx {f.get('rx', 0):<7} tx {f.get('tx', 0):<7} "
-              f"queue {f['queue']}  via {f['link']}")
-    print(f"  links ({len(st['links'])}):")
-    for link in st["links"]:
-        peers = ", ".join(link.get("peers", [])) or "no peers"
-        print(f"    {link['name']}: {link.get('state', '?')}, {peers}")
-    if st.get("capture"):
-        print(f"  capture: {st['capture']}")
-
-
 def cmd_status(args: argparse.Namespace, user_error: UserErrorFactory, root: Path) -> int:
+    if args.watch is not None:
+        return _watch(root, args.watch, args.json)
     try:
         st = request(root, {"cmd": "status"})
     except ControlError as exc:
@@ -141,8 +129,47 @@ def cmd_status(args: argparse.Namespace, user_error: UserErrorFactory, root: Pat
     if args.json:
         print(json.dumps(st, indent=2))
     else:
-        _print_status(st)
+        Console(width=max(shutil.get_terminal_size().columns, 132)).print(status_view(st))
     return 0
+
+
+def _watch(root: Path, interval: float, as_json: bool) -> int:
+    """Ask again every ``interval`` seconds until Ctrl-C; a gateway that is not (or no
+    longer) there is shown as such and asked again."""
+    def view() -> Any:
+        try:
+            st = request(root, {"cmd": "status"})
+        except ControlError as exc:
+            return Text(f"{exc} (asking again every {interval:g} s; Ctrl-C stops)")
+        st.pop("ok", None)
+        return status_view(st)
+
+    try:
+        if as_json:  # one JSON document per line, for a log or jq
+            while True:
+                try:
+                    st = request(root, {"cmd": "status"})
+                    st.pop("ok", None)
+                except ControlError as exc:
+                    st = {"error": str(exc)}
+                print(json.dumps(st), flush=True)
+                time.sleep(interval)
+        with Live(view(), auto_refresh=False, screen=False) as live:
+            while True:
+                time.sleep(interval)
+                live.update(view(), refresh=True)
+    except KeyboardInterrupt:
+        return 0
+
+
+def _interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0.1 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"must be between 0.1 and 3600 seconds, got {text}")
+    return value
 
 
 def add_gateway_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -163,6 +190,8 @@ def add_gateway_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     sp = sub.add_parser("status", help=help_status, description=help_status)
     sp.set_defaults(func=bind(cmd_status))
     sp.add_argument("--json", action="store_true", help="machine-readable output")
+    sp.add_argument("--watch", nargs="?", const=1.0, type=_interval, metavar="SECONDS",
+                    help="refresh the view every SECONDS (default 1) until Ctrl-C")
 
 
 def add_run_arguments(sp: argparse.ArgumentParser) -> None:

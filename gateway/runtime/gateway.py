@@ -44,6 +44,14 @@ __all__ = ["Gateway"]
 log = logging.getLogger("tinyssb.gateway")
 
 
+def _airtime(budget: tuple[float, float, float] | None) -> dict[str, float] | None:
+    if budget is None:
+        return None
+    used, limit, window = budget
+    return {"used_s": round(used, 3), "left_s": round(max(limit - used, 0.0), 3),
+            "limit_s": round(limit, 3), "window_s": window}
+
+
 def capture_meta(config: GatewayConfig, links: list[Link]) -> dict[str, Any]:
     """The capture header's free keys: the policy, the links and, with a dongle, the radio
     profile and its settings (the keys the simulator writes, so the analysis reads both)."""
@@ -259,7 +267,7 @@ class Gateway:
         self._since["rx"] += 1
         if report.stored:
             self._dirty = True
-        self.watch.received(face, frame, self._faces[face].crc, report, now)
+        self.watch.received(face, frame, self._faces[face].crc, report, now, meta)
         if self._capture is not None:
             rssi = meta.rssi if meta is not None else None
             snr = meta.snr if meta is not None else None
@@ -291,7 +299,8 @@ class Gateway:
         """What ``tinyssb status`` shows."""
         assert self.node is not None and self.store is not None
         node = self.node
-        counts = self.watch.counts()
+        now = self.now()
+        peers = self.watch.peers(now)
         return {
             "name": self.config.name,
             "id": format_id(self.key.fid),
@@ -303,7 +312,9 @@ class Gateway:
             "goset": {"keys": len(node.goset), "state": node.goset.state.hex()[:16]},
             "faces": [{"name": name, "kind": face.kind.value,
                        "link": self._face_link_name(name),
-                       "queue": node.queue_length(name), **counts.get(name, {})}
+                       "queue": node.queue_length(name),
+                       "airtime": _airtime(node.airtime_budget(name, now)),
+                       **peers.get(name, {})}
                       for name, face in self._faces.items()],
             "links": [{"kind": link.kind, "name": link.name, **link.describe()}
                       for link in self._started],

@@ -118,7 +118,7 @@ def test_the_gateway_configures_the_dongle_with_the_power_it_was_given(
         tmp_path: Path, dongle: SimDongle, power: int | None,
         caplog: pytest.LogCaptureFixture) -> None:
     """Issue 18: the power was always 20 dBm, whatever the region and whatever was set."""
-    serial = SerialConfig(dongle.path, PROFILE, "heltec_v3", duty_cycle=0.0, power=power)
+    serial = SerialConfig(dongle.path, PROFILE, "heltec_v3", duty_cycle=0.1, power=power)
     want = 14 if power is None else power  # EU868: 25 mW ERP, 14 dBm by default
 
     async def scenario() -> None:
@@ -128,6 +128,9 @@ def test_the_gateway_configures_the_dongle_with_the_power_it_was_given(
             assert dongle.dongle.settings.tx_power == want
             link = gw.status()["links"][0]
             assert link["tx_power_dbm"] == want
+            air = gw.status()["faces"][0]["airtime"]  # the peers view's duty window
+            assert air["limit_s"] == 360.0 and air["window_s"] == 3600.0
+            assert air["used_s"] + air["left_s"] == pytest.approx(360.0)
 
     with caplog.at_level(logging.WARNING, logger="gateway.transports.serial_dongle"):
         run(scenario)
