@@ -16,6 +16,7 @@ from . import __version__
 from .cli_gateway import add_gateway_commands
 from .cli_isp import add_isp_commands
 from .errors import EXIT_USER_ERROR, UserError
+from .logsetup import setup_logging
 from .render import render_content
 from .runtime.control import ControlError
 from .runtime.control import request as control_request
@@ -462,7 +463,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", default=os.environ.get("TINYSSB_DATA", DEFAULT_DATA),
                    help="data directory (default: $TINYSSB_DATA or ~/.tinyssb)")
     p.add_argument("-v", "--verbose", action="count", default=0,
-                   help="more log output (-vv for debug)")
+                   help="more log output: -v entries, -vv frames and debug, -vvv also the "
+                        "libraries' debug lines")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, func: Callable[[argparse.Namespace], int], help: str
@@ -509,8 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(args.verbose)
     try:
         return int(args.func(args))
     except (UserError, StoreError, WireError) as exc:

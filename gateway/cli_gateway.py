@@ -19,6 +19,7 @@ from rich.text import Text
 
 from .isp import IspError, Role
 from .isp.storage import KeyStoreError
+from .logsetup import setup_logging
 from .runtime.config import (
     CONFIG_FILE,
     EXAMPLE,
@@ -95,9 +96,7 @@ def cmd_run(args: argparse.Namespace, user_error: UserErrorFactory, root: Path, 
     if cfg.capture is not None and not cfg.capture.parent.is_dir():
         raise user_error(f"cannot write capture {cfg.capture}: no directory "
                          f"{cfg.capture.parent}")
-    if args.verbose == 0:  # the gateway's status lines are its output
-        logging.getLogger().setLevel(logging.INFO)
-        logging.getLogger("websockets").setLevel(logging.WARNING)
+    setup_logging(args.verbose, service=True)  # the gateway's status lines are its output
     gateway = Gateway(root, cfg, build_links(cfg), isp_role=isp_role)
     try:
         asyncio.run(_serve(gateway))

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..capture import CaptureWriter, records_for_own, records_for_rx, records_for_tx
 from ..isp import IspError, Role
+from ..logsetup import ENTRIES, FRAMES
 from ..replication.events import ChainComplete, FeedAdded, NewEntry
 from ..replication.faces import Face
 from ..replication.node import Node
@@ -42,6 +43,14 @@ from .isp_service import IspService, goset_filter, read_role
 __all__ = ["Gateway"]
 
 log = logging.getLogger("tinyssb.gateway")
+entry_log = logging.getLogger(ENTRIES)  # -v
+frame_log = logging.getLogger(FRAMES)  # -vv
+
+
+def _what(fid: bytes | None, seq: int | None) -> str:
+    if fid is None:
+        return ""
+    return f" {format_id(fid)[:12]}..#{seq}" if seq is not None else f" {format_id(fid)[:12]}.."
 
 
 def _airtime(budget: tuple[float, float, float] | None) -> dict[str, float] | None:
@@ -214,6 +223,9 @@ class Gateway:
             if send is None:
                 continue
             if send(out.frame):
+                if frame_log.isEnabledFor(logging.INFO):
+                    frame_log.info("tx %s %d B %s%s", out.face, len(out.frame),
+                                   out.kind.value, _what(out.fid, out.seq))
                 self.watch.sent(out.face)
                 self._since["tx"] += 1
                 if self._capture is not None:
@@ -230,8 +242,9 @@ class Gateway:
             self._since["feeds"] += 1
         elif isinstance(event, NewEntry):
             self._since["entries"] += 1
-            log.debug("entry %s #%d%s", format_id(event.fid), event.seq,
-                      f" ({event.n_chunks} chunks to come)" if event.n_chunks else "")
+            entry_log.info("entry %s #%d%s%s", format_id(event.fid), event.seq,
+                           " (ours)" if event.own else "",
+                           f", {event.n_chunks} chunks to come" if event.n_chunks else "")
         else:
             self._since["chains"] += 1
 
@@ -264,6 +277,14 @@ class Gateway:
             return
         now = self.now()
         report = node.receive(now, face, frame, snr=meta.snr if meta is not None else None)
+        if frame_log.isEnabledFor(logging.INFO):
+            radio = ""
+            if meta is not None and (meta.rssi is not None or meta.snr is not None):
+                radio = f" (RSSI {meta.rssi} dBm, SNR {meta.snr} dB)"
+            frame_log.info("rx %s %d B %s%s%s%s", face, len(frame),
+                           report.kind.value,
+                           _what(report.fid, report.seq), radio,
+                           f", dropped: {report.drop.value}" if report.drop else "")
         self._since["rx"] += 1
         if report.stored:
             self._dirty = True

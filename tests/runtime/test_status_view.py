@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ import pytest
 from rich.console import Console
 
 from gateway.cli import main
+from gateway.logsetup import ENTRIES, FRAMES
 from gateway.status_view import status_view
 from gateway.transports.udp import UdpMulticast
 
@@ -24,7 +27,9 @@ def render(st: dict[str, object]) -> str:
 
 
 def test_two_gateways_see_each_other_as_neighbours_with_frames_in_and_out(
-        tmp_path: Path) -> None:
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger=FRAMES)  # what -vv shows
+    caplog.set_level(logging.INFO, logger=ENTRIES)  # what -v shows
     port = free_port()
 
     def udp() -> UdpMulticast:
@@ -47,6 +52,11 @@ def test_two_gateways_see_each_other_as_neighbours_with_frames_in_and_out(
     text = render(st)
     assert "face / neighbour" in text and "RSSI / SNR" in text
     assert f"  {neighbour['peer']}" in text and "no limit" in text
+    lines = [r.getMessage() for r in caplog.records]
+    # frame lines name the face, the size and the kind; entry lines the feed and seq
+    assert any(re.fullmatch(r"rx udp 124 B entry @.{11}\.\.#1", x) for x in lines), lines
+    assert any(re.fullmatch(r"tx udp \d+ B [a-z_]+( @.*)?", x) for x in lines)
+    assert any(re.fullmatch(r"entry @.+ #1", x) for x in lines)  # from the peer: not ours
 
 
 def test_the_view_shows_radio_quality_and_the_duty_window() -> None:

@@ -1,0 +1,47 @@
+"""How ``tinyssb`` logs: timestamps, and what each ``-v`` adds.
+
+======== ===================================================================================
+level    shows
+======== ===================================================================================
+(none)   warnings; ``run`` and the other long-running commands also their status lines
+``-v``   what happens: links, faces, feeds and one line per entry stored (``tinyssb.entries``)
+``-vv``  one line per frame in and out with its kind (``tinyssb.frames``) and our debug lines
+``-vvv`` also the libraries' own debug lines (websockets, bleak, asyncio, py4j)
+======== ===================================================================================
+
+The libraries stay at WARNING below ``-vvv``: their debug lines (every WebSocket frame)
+drown what the gateway says.
+"""
+
+from __future__ import annotations
+
+import logging
+
+__all__ = ["ENTRIES", "FRAMES", "LIBRARIES", "setup_logging"]
+
+ENTRIES = "tinyssb.entries"
+FRAMES = "tinyssb.frames"
+LIBRARIES = ("websockets", "bleak", "asyncio", "py4j", "urllib3", "matplotlib", "PIL")
+OURS = ("tinyssb", "gateway", "firmware_sim", "spark")
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+DATEFMT = "%Y-%m-%d %H:%M:%S"
+
+
+def setup_logging(verbose: int, *, service: bool = False) -> None:
+    """Configure the root logger for ``-v`` x ``verbose``; ``service``: a long-running
+    command whose INFO lines (status, links) are its output even without ``-v``."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter(FORMAT, DATEFMT))
+    root.addHandler(handler)
+    ours = logging.DEBUG if verbose >= 2 else (
+        logging.INFO if verbose == 1 or service else logging.WARNING)
+    root.setLevel(logging.DEBUG if verbose >= 3 else logging.WARNING)
+    for name in OURS:
+        logging.getLogger(name).setLevel(ours)
+    logging.getLogger(ENTRIES).setLevel(logging.INFO if verbose >= 1 else logging.WARNING)
+    logging.getLogger(FRAMES).setLevel(logging.INFO if verbose >= 2 else logging.WARNING)
+    for name in LIBRARIES:
+        logging.getLogger(name).setLevel(logging.DEBUG if verbose >= 3 else logging.WARNING)
