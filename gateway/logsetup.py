@@ -31,10 +31,12 @@ def setup_logging(verbose: int, *, service: bool = False) -> None:
     """Configure the root logger for ``-v`` x ``verbose``; ``service``: a long-running
     command whose INFO lines (status, links) are its output even without ``-v``."""
     root = logging.getLogger()
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
+    for old in list(root.handlers):  # ours from an earlier call; others stay (pytest's)
+        if getattr(old, "tinyssb", False):
+            root.removeHandler(old)
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter(FORMAT, DATEFMT))
+    handler.tinyssb = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     ours = logging.DEBUG if verbose >= 2 else (
         logging.INFO if verbose == 1 or service else logging.WARNING)
