@@ -307,6 +307,46 @@ def cmd_dongle_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def candidate_ports() -> list[str]:
+    """USB serial ports (the ones pyserial knows a USB id for), stable names first."""
+    from serial.tools import list_ports
+
+    ports = [p.device for p in list_ports.comports() if p.hwid and p.hwid != "n/a"]
+    by_id = Path("/dev/serial/by-id")
+    stable = sorted(str(p) for p in by_id.iterdir()) if by_id.is_dir() else []
+    seen = {os.path.realpath(p) for p in stable}
+    return stable + [p for p in ports if os.path.realpath(p) not in seen]
+
+
+def cmd_dongle_detect(args: argparse.Namespace) -> int:
+    ports = args.port or candidate_ports()
+    found: list[DongleInfo] = []
+    missed: list[tuple[str, str]] = []
+    for port in ports:
+        try:
+            found.append(read_info(port, board=args.board, timeout=args.timeout))
+        except DongleLinkError as exc:
+            missed.append((port, str(exc)))
+    if args.json:
+        print(json.dumps({"dongles": [dongle_info_json(i) for i in found],
+                          "not_dongles": [{"port": p, "why": w} for p, w in missed]},
+                         indent=2))
+        return 0 if found else 1
+    for info in found:
+        r = info.radio
+        names = ", ".join(matching_profiles(r)) or "custom settings"
+        print(f"{info.port}: {info.identity.board} ({info.identity.chip}), firmware "
+              f"{info.identity.firmware}, {r.frequency_hz / 1e6:.4f} MHz SF{r.sf} "
+              f"{r.bandwidth_hz / 1e3:g} kHz {r.tx_power_dbm} dBm ({names})")
+    for port, why in missed:
+        log.info("%s: %s", port, why)
+    if not found:
+        tried = ", ".join(ports) or "none (no USB serial port found)"
+        print(f"no dongle answered; ports tried: {tried}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def dongle_changes(args: argparse.Namespace) -> list[tuple[Cmd, int]]:
     """The settings `dongle set` sends: the profile's, then the single options."""
     values: dict[Cmd, int] = {}
@@ -406,12 +446,16 @@ def add_dongle_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     dsub = dp.add_subparsers(dest="dongle_command", required=True, metavar="SUBCOMMAND")
 
     def add(name: str, func: Callable[[argparse.Namespace], int], help: str,
-            port: bool = True) -> argparse.ArgumentParser:
+            port: bool = True, many: bool = False) -> argparse.ArgumentParser:
         sp = dsub.add_parser(name, help=help, description=help)
         sp.set_defaults(func=func)
-        if port:
+        if many:
+            sp.add_argument("--port", "-p", metavar="DEVICE", action="append",
+                            help="try this port (repeatable; default: every USB serial port)")
+        elif port:
             sp.add_argument("--port", "-p", metavar="DEVICE",
                             help=f"serial device, e.g. /dev/ttyUSB0 (default: ${DONGLE_ENV})")
+        if port or many:
             sp.add_argument("--board", metavar="BOARD",
                             help="board id (hardware/boards/BOARD.json) for its reset wiring; "
                                  "default: keep DTR and RTS deasserted")
@@ -420,6 +464,9 @@ def add_dongle_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         sp.add_argument("--json", action="store_true", help="machine-readable output")
         return sp
 
+    add("detect", cmd_dongle_detect, "find dongles: send the DETECT handshake to each USB "
+        "serial port (or each --port) and list those that answer, with board and radio",
+        port=False, many=True)
     add("info", cmd_dongle_info, "show firmware, board, radio settings, duty-cycle budget "
         "and counters of a dongle")
     sp = add("set", cmd_dongle_set, "change radio settings of a dongle (each one is read "

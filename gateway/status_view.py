@@ -52,7 +52,7 @@ def status_view(st: dict[str, Any]) -> Group:
     node = st["node"]
     drops = ", ".join(f"{k} {v}" for k, v in sorted(node["drops"].items())) or "none"
     head = Text.assemble(
-        (f"gateway {st['name']}", "bold"), f"  {st['id']}\n",
+        (f"gateway {st['name']}", "bold"), f"  {st['id']}  tinyssb {st.get('version', '?')}\n",
         f"up {st['uptime']:.0f} s, policy {st['policy']}, {st['feeds']} feeds, "
         f"{st['entries']} entries, GOSET {st['goset']['keys']} keys "
         f"(state {st['goset']['state']}...)\n",

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gateway.cli_capture import add_capture_pcap
 from gateway.errors import UserError
 
 __all__ = ["add_spark_commands", "spark_errors"]
@@ -128,3 +129,4 @@ def add_spark_commands(sub: Any) -> None:
     c.add_argument("--out", "-o", required=True, metavar="DATASET",
                    help="dataset directory to write (replaced if it is a dataset)")
     c.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    add_capture_pcap(csub)

@@ -187,3 +187,22 @@ def test_publish_refuses_an_empty_stdin_unless_asked(
     assert rc == 0 and out == "1\n"
     rc, out, _ = run(capsys, data, "cat", "me", "--seq", "1")
     assert rc == 0 and "--- #1 (0 B)" in out
+
+
+def test_capture_pcap_writes_the_frames_for_wireshark(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gateway.capture import CaptureWriter, Direction, Record
+
+    with CaptureWriter(tmp_path / "day.cbor.zst", "gw") as w:
+        w.write(Record(1.5, "gw", Direction.TX, face="lora", frame=b"\x01" * 124))
+        w.write(Record(2.25, "gw", Direction.RX, face="lora", frame=b"\x02" * 120))
+        w.write(Record(3.0, "gw", Direction.STORE, feed=b"\x00" * 32, seq=1))
+    rc, out, _ = run(capsys, tmp_path / "d", "capture", "pcap", str(tmp_path / "day.cbor.zst"),
+                     "--json")
+    assert rc == 0 and json.loads(out) == {
+        "capture": str(tmp_path / "day.cbor.zst"), "pcap": str(tmp_path / "day.pcap"),
+        "packets": 2, "torn": False}
+    pcap = (tmp_path / "day.pcap").read_bytes()
+    assert pcap[:4] == b"\xd4\xc3\xb2\xa1" and len(pcap) == 24 + 2 * 16 + 124 + 120
+    rc, _, err = run(capsys, tmp_path / "d", "capture", "pcap", str(tmp_path / "none.cbor"))
+    assert rc == 2 and err == f"tinyssb: error: no capture file {tmp_path / 'none.cbor'}\n"

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
 from ..capture import CaptureWriter, records_for_own, records_for_rx, records_for_tx
 from ..isp import IspError, Role
 from ..logsetup import ENTRIES, FRAMES
@@ -64,7 +65,7 @@ def _airtime(budget: tuple[float, float, float] | None) -> dict[str, float] | No
 def capture_meta(config: GatewayConfig, links: list[Link]) -> dict[str, Any]:
     """The capture header's free keys: the policy, the links and, with a dongle, the radio
     profile and its settings (the keys the simulator writes, so the analysis reads both)."""
-    meta: dict[str, Any] = {"policy": config.policy.name,
+    meta: dict[str, Any] = {"tinyssb": __version__, "policy": config.policy.name,
                             "links": sorted({link.kind for link in links})}
     if config.serial is not None:
         p = config.serial.params
@@ -144,8 +145,8 @@ class Gateway:
             if created:  # a gateway that never ran leaves no identity behind
                 (self.data_dir / KEY_FILE).unlink(missing_ok=True)
             raise
-        log.info("gateway %s up: %s, %d feeds, policy %s, links: %s", self.config.name,
-                 format_id(self.key.fid), len(self.store), self.config.policy.name,
+        log.info("gateway %s (tinyssb %s) up: %s, %d feeds, policy %s, links: %s",
+                 self.config.name, __version__, format_id(self.key.fid), len(self.store), self.config.policy.name,
                  ", ".join(link.name for link in self.links) or "none")
 
     async def close(self) -> None:
@@ -323,6 +324,7 @@ class Gateway:
         now = self.now()
         peers = self.watch.peers(now)
         return {
+            "version": __version__,
             "name": self.config.name,
             "id": format_id(self.key.fid),
             "uptime": round(self.now() - self.started_at, 1),

@@ -138,3 +138,27 @@ def test_help_texts() -> None:
     for option in ("--profile", "--frequency", "--bandwidth", "--sf", "--cr", "--power",
                    "--sync", "--duty", "--radio", "--port"):
         assert option in out
+
+
+def test_detect_finds_the_dongle_by_its_handshake_and_skips_other_ports(
+        sim: SimDongle, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+    import pty
+
+    master, slave = pty.openpty()  # a serial device that never answers DETECT
+    silent = os.ttyname(slave)
+    try:
+        rc, out, _ = run(capsys, "dongle", "detect", "--port", silent, "--port", sim.path,
+                         "--timeout", "0.3")
+        assert rc == 0
+        assert out == (f"{sim.path}: tbeam_sx1276 (sx1276), firmware 0.1.0, 868.3000 MHz SF7 "
+                       "125 kHz 14 dBm (EU868.a, tbeam23/EU868.b)\n")
+        rc, out, _ = run(capsys, "dongle", "detect", "--port", silent, "--timeout", "0.3",
+                         "--json")
+        doc = json.loads(out)
+        assert rc == 1 and doc["dongles"] == []
+        assert doc["not_dongles"][0]["port"] == silent
+        assert "no dongle answers" in doc["not_dongles"][0]["why"]
+    finally:
+        os.close(master)
+        os.close(slave)
