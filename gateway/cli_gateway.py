@@ -6,8 +6,8 @@ import argparse
 import asyncio
 import json
 import logging
-import shutil
 import signal
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -128,8 +128,13 @@ def cmd_status(args: argparse.Namespace, user_error: UserErrorFactory, root: Pat
     if args.json:
         print(json.dumps(st, indent=2))
     else:
-        Console(width=max(shutil.get_terminal_size().columns, 132)).print(status_view(st))
+        _console().print(status_view(st))
     return 0
+
+
+def _console() -> Console:
+    """A terminal's own width; 132 columns into a pipe or file (rich would take 80)."""
+    return Console(width=None if sys.stdout.isatty() else 132)
 
 
 def _watch(root: Path, interval: float, as_json: bool) -> int:
@@ -153,7 +158,7 @@ def _watch(root: Path, interval: float, as_json: bool) -> int:
                     st = {"error": str(exc)}
                 print(json.dumps(st), flush=True)
                 time.sleep(interval)
-        with Live(view(), auto_refresh=False, screen=False) as live:
+        with Live(view(), console=_console(), auto_refresh=False, screen=False) as live:
             while True:
                 time.sleep(interval)
                 live.update(view(), refresh=True)
