@@ -17,6 +17,7 @@ give to ``tinyssb run --serial``, and runs the rest of the mesh in real time.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 import threading
@@ -32,7 +33,7 @@ from .estimate import capture_bytes
 from .realtime import DongleBridge
 from .runner import CaptureSinks, build, capture_meta, run_scenario
 from .scenario import Scenario, ScenarioError, load_scenario, shipped_scenarios
-from .summary import format_summary
+from .summary import format_summary, summary_json
 
 __all__ = ["add_sim_commands", "parse_duration"]
 
@@ -89,6 +90,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         s = load_scenario(name)
         rows.append((name, str(len(s.nodes)), f"{s.duration / 3600:g} h", s.radio.profile,
                      s.description))
+    if args.json:
+        print(json.dumps([{"name": s.name, "nodes": len(s.nodes), "duration_s": s.duration,
+                           "profile": s.radio.profile, "description": s.description}
+                          for s in map(load_scenario, shipped_scenarios())], indent=2))
+        return 0
     head = ("scenario", "nodes", "duration", "radio", "description")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
     for row in [head, *rows]:
@@ -138,6 +144,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                                isp_direct=args.direct)
     finally:
         progress.close()
+    if args.json:
+        print(json.dumps({**summary_json(summary),
+                          "capture": str(out) if out is not None else None}, indent=2))
+        return 0
     print(format_summary(summary))
     if out is not None:
         print(f"\ncapture: {out}")
@@ -214,7 +224,8 @@ def add_sim_commands(sub: Any) -> None:
         p.set_defaults(func=_guard(func))
         return p
 
-    add("list", cmd_list, "list the shipped scenarios")
+    add("list", cmd_list, "list the shipped scenarios").add_argument(
+        "--json", action="store_true", help="machine-readable output")
     policies = sorted(PRESETS)
     commands: list[tuple[str, Command, str]] = [
         ("run", cmd_run,
@@ -238,6 +249,8 @@ def add_sim_commands(sub: Any) -> None:
                                 "a name ending in .zst is written zstd-compressed")
             p.add_argument("--no-capture", action="store_true",
                            help="write no capture, only print the summary")
+            p.add_argument("--json", action="store_true",
+                           help="print the summary as JSON")
             p.add_argument("--direct", action="store_true",
                            help="for a scenario with an [isp] table: no ISP, every chat on "
                                 "a plain feed replicated through the GOSET (the baseline)")

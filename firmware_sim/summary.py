@@ -156,6 +156,27 @@ def _seconds(t: float | None) -> str:
     return f"{t:.1f} s"
 
 
+def summary_json(s: Summary) -> dict[str, Any]:
+    """What :func:`format_summary` prints, as numbers (``tinyssb sim run --json``)."""
+    c = s.convergence
+    lat = sorted(c.latencies)
+    meta = {k: v.hex() if isinstance(v, bytes) else v for k, v in s.meta.items()
+            if k not in ("format", "version")}
+    return {
+        "meta": meta,
+        "converged": c.converged, "convergence_t": c.time,
+        "last_publication_t": c.last_publication, "nodes": c.nodes,
+        "nodes_complete": c.nodes_complete, "entries": c.entries, "held_pairs": c.held,
+        "share": c.share,
+        "spread": ({"median": percentile(lat, 0.5), "p95": percentile(lat, 0.95),
+                    "max": lat[-1], "entries": len(lat)} if lat else None),
+        "tx": {kind: {"frames": s.tx_frames[kind], "airtime_s": s.tx_airtime.get(kind, 0.0),
+                      "bytes": s.tx_bytes[kind]} for kind in sorted(s.tx_frames)},
+        "rx_frames": s.rx_frames, "drops": dict(s.drops), "end_t": s.end,
+        "notes": list(s.notes),
+    }
+
+
 def format_summary(s: Summary) -> str:
     """The summary table printed at the end of ``tinyssb sim run``."""
     m, c = s.meta, s.convergence

@@ -85,7 +85,10 @@ def cmd_id(args: argparse.Namespace) -> int:
     key, created = load_or_create_key(root)
     if created:
         log.info("created a new identity in %s", root / KEY_FILE)
-    print(key.fid.hex() if args.hex else format_id(key.fid))
+    if args.json:
+        print(json.dumps({"id": format_id(key.fid), "hex": key.fid.hex(), "created": created}))
+    else:
+        print(key.fid.hex() if args.hex else format_id(key.fid))
     return 0
 
 
@@ -126,10 +129,19 @@ def cmd_publish(args: argparse.Namespace) -> int:
                                             "content": base64.b64encode(content).decode()})
         except ControlError as exc:
             raise UserError(str(exc)) from None
-        print(answer["seq"])
+        _print_published(args, answer["seq"], key.fid, len(content), via_gateway=True)
         return 0
-    print(entry.seq)
+    _print_published(args, entry.seq, key.fid, len(content), via_gateway=False)
     return 0
+
+
+def _print_published(args: argparse.Namespace, seq: int, fid: bytes, size: int, *,
+                     via_gateway: bool) -> None:
+    if args.json:
+        print(json.dumps({"id": format_id(fid), "seq": seq, "bytes": size,
+                          "via_gateway": via_gateway}))
+    else:
+        print(seq)
 
 
 def _read_input(name: str) -> bytes:
@@ -193,11 +205,28 @@ def cmd_cat(args: argparse.Namespace) -> int:
                                 f"not {args.seq}")
             if args.raw and store.read_content(fid, args.seq) is None:
                 raise UserError(f"entry {args.seq} is not complete yet (side chain missing)")
-            _show_entry(store, fid, args.seq, args.raw)
+        seqs = [args.seq] if args.seq is not None else list(range(1, length + 1))
+        if args.json:
+            print(json.dumps([_entry_json(store, fid, seq) for seq in seqs], indent=2))
             return 0
-        for seq in range(1, length + 1):
+        for seq in seqs:
             _show_entry(store, fid, seq, args.raw)
     return 0
+
+
+def _entry_json(store: FeedStore, fid: bytes, seq: int) -> dict[str, object]:
+    content = store.read_content(fid, seq)
+    packet = store.read_packet(fid, seq)
+    row: dict[str, object] = {"feed": format_id(fid), "seq": seq,
+                              "complete": content is not None,
+                              "chunks": chunks_needed(packet) if packet else 0}
+    if content is None:
+        have = next(((h, n) for s, h, n in store.info(fid).incomplete if s == seq), None)
+        row["chunks_held"] = have[0] if have else 0
+        return row
+    row.update(bytes=len(content), content_base64=base64.b64encode(content).decode(),
+               text=render_content(content))
+    return row
 
 
 def cmd_follow(args: argparse.Namespace) -> int:
@@ -522,6 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("id", cmd_id, "print this node's feed id (created on first use)")
     sp.add_argument("--hex", action="store_true", help="print 64 hex digits instead")
+    sp.add_argument("--json", action="store_true", help="machine-readable output")
 
     sp = add("publish", cmd_publish, "append an entry to your own feed; prints its seq")
     sp.add_argument("text", nargs="?", help='text, published as a post ["TAV", [], TEXT, null, '
@@ -530,6 +560,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="publish the raw bytes of FILE ('-' for stdin)")
     sp.add_argument("--allow-empty", action="store_true",
                     help="publish even when the content (TEXT, FILE or stdin) is empty")
+    sp.add_argument("--json", action="store_true", help="machine-readable output")
 
     sp = add("feeds", cmd_feeds, "list the feeds held, with their length")
     sp.add_argument("--json", action="store_true", help="machine-readable output")
@@ -538,6 +569,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("feed", help="@<base64>.ed25519, 64 hex digits, or 'me'")
     sp.add_argument("--seq", type=int, help="only this entry")
     sp.add_argument("--raw", action="store_true", help="write raw content bytes to stdout")
+    sp.add_argument("--json", action="store_true",
+                    help="machine-readable output (content in base64 and as shown)")
 
     sp = add("follow", cmd_follow, "show a feed's entries as they arrive (Ctrl-C stops)")
     sp.add_argument("feed", help="@<base64>.ed25519, 64 hex digits, or 'me'")

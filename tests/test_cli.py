@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
@@ -206,3 +207,26 @@ def test_capture_pcap_writes_the_frames_for_wireshark(
     assert pcap[:4] == b"\xd4\xc3\xb2\xa1" and len(pcap) == 24 + 2 * 16 + 124 + 120
     rc, _, err = run(capsys, tmp_path / "d", "capture", "pcap", str(tmp_path / "none.cbor"))
     assert rc == 2 and err == f"tinyssb: error: no capture file {tmp_path / 'none.cbor'}\n"
+
+
+def test_json_on_the_commands_that_print_data(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "d"
+    rc, out, _ = run(capsys, data, "id", "--json")
+    me = json.loads(out)
+    assert rc == 0 and me["created"] is True and parse_id(me["id"]).hex() == me["hex"]
+    rc, out, _ = run(capsys, data, "publish", "hi", "--json")
+    assert rc == 0 and json.loads(out) == {"id": me["id"], "seq": 1,
+                                           "bytes": json.loads(out)["bytes"],
+                                           "via_gateway": False}
+    rc, out, _ = run(capsys, data, "cat", "me", "--json")
+    (entry,) = json.loads(out)
+    assert (entry["seq"], entry["complete"], entry["chunks"]) == (1, True, 0)
+    assert bipf.decode(base64.b64decode(entry["content_base64"]))[2] == "hi"
+    rc, out, _ = run(capsys, data, "sim", "list", "--json")
+    assert rc == 0 and {s["name"] for s in json.loads(out)} >= {"line-5", "city-100"}
+    rc, out, _ = run(capsys, data, "sim", "run", "line-5", "--duration", "60",
+                     "--no-capture", "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["meta"]["scenario"] == "line-5" and doc["capture"] is None
+    assert doc["nodes"] == 5 and "tx" in doc
