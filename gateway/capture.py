@@ -263,7 +263,7 @@ class CaptureWriter:
         self.part = self.path.with_name(self.path.name + ".part")
         self._raw: IO[bytes] = open(self.part, "wb")  # noqa: SIM115 - closed in close()
         self._zstd: Any = None
-        self._fp: IO[bytes] | None = self._raw
+        self._fp: Any = self._raw  # the file, or a zstd stream writer on it
         if self.path.name.endswith(ZSTD_SUFFIX):
             import zstandard
 

@@ -27,6 +27,21 @@ FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 DATEFMT = "%Y-%m-%d %H:%M:%S"
 
 
+class _Levels(logging.Filter):
+    """Which records our handler prints: by logger name, not by the loggers' own levels
+    (those stay as they are, so an embedding program or pytest's caplog is not bent)."""
+
+    def __init__(self, verbose: int, service: bool) -> None:
+        super().__init__()
+        self.ours = logging.DEBUG if verbose >= 2 else (
+            logging.INFO if verbose == 1 or service else logging.WARNING)
+        self.others = logging.DEBUG if verbose >= 3 else logging.WARNING
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        top = record.name.partition(".")[0]
+        return record.levelno >= (self.ours if top in OURS else self.others)
+
+
 def setup_logging(verbose: int, *, service: bool = False) -> None:
     """Configure the root logger for ``-v`` x ``verbose``; ``service``: a long-running
     command whose INFO lines (status, links) are its output even without ``-v``."""
@@ -36,14 +51,11 @@ def setup_logging(verbose: int, *, service: bool = False) -> None:
             root.removeHandler(old)
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter(FORMAT, DATEFMT))
+    handler.addFilter(_Levels(verbose, service))
     handler.tinyssb = True  # type: ignore[attr-defined]
     root.addHandler(handler)
-    ours = logging.DEBUG if verbose >= 2 else (
-        logging.INFO if verbose == 1 or service else logging.WARNING)
-    root.setLevel(logging.DEBUG if verbose >= 3 else logging.WARNING)
-    for name in OURS:
-        logging.getLogger(name).setLevel(ours)
+    root.setLevel(logging.DEBUG if verbose >= 2 else (
+        logging.INFO if verbose == 1 or service else logging.WARNING))
+    # the per-entry and per-frame lines are not even formatted unless asked for
     logging.getLogger(ENTRIES).setLevel(logging.INFO if verbose >= 1 else logging.WARNING)
     logging.getLogger(FRAMES).setLevel(logging.INFO if verbose >= 2 else logging.WARNING)
-    for name in LIBRARIES:
-        logging.getLogger(name).setLevel(logging.DEBUG if verbose >= 3 else logging.WARNING)

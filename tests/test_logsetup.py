@@ -18,10 +18,18 @@ def restore_logging() -> Iterator[None]:
     yield
     root.handlers[:] = handlers
     root.setLevel(level)
+    for name in (ENTRIES, FRAMES):
+        logging.getLogger(name).setLevel(logging.NOTSET)
 
 
 def shown(name: str, level: int = logging.INFO) -> bool:
-    return logging.getLogger(name).isEnabledFor(level)
+    """Whether a record of ``name`` at ``level`` reaches stderr through our handler."""
+    logger = logging.getLogger(name)
+    if not logger.isEnabledFor(level):
+        return False
+    record = logger.makeRecord(name, level, __file__, 0, "x", (), None)
+    (ours,) = [h for h in logging.getLogger().handlers if getattr(h, "tinyssb", False)]
+    return bool(ours.filter(record))
 
 
 @pytest.mark.parametrize("verbose, service, status, entries, frames, debug, ws_debug", [
@@ -40,6 +48,14 @@ def test_each_v_adds_what_the_docs_say(verbose: int, service: bool, status: bool
     assert shown("gateway.transports.websocket", logging.DEBUG) is debug
     assert shown("websockets.client", logging.DEBUG) is ws_debug
     assert shown("websockets.server", logging.WARNING)
+
+
+def test_the_loggers_own_levels_stay_untouched() -> None:
+    """Only our handler filters: a program embedding the gateway (or pytest's caplog)
+    still gets the gateway's INFO records after a `tinyssb` command ran in-process."""
+    setup_logging(0)
+    assert logging.getLogger("gateway.isp").level == logging.NOTSET
+    assert logging.getLogger("tinyssb.gateway").level == logging.NOTSET
 
 
 def test_lines_start_with_a_timestamp(capsys: pytest.CaptureFixture[str]) -> None:
