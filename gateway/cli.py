@@ -29,7 +29,7 @@ from .wire import bipf
 from .wire.entry import FeedKey, chunks_needed
 from .wire.errors import WireError
 from .wire.ident import format_id, parse_id
-from .wire.lora import PROFILES, check_power, power_limit
+from .wire.lora import PROFILES, check_power, power_limit, power_limit_at
 
 log = logging.getLogger("tinyssb")
 
@@ -404,6 +404,8 @@ def cmd_dongle_set(args: argparse.Namespace) -> int:
         raise UserError("nothing to set: give --profile or a setting (see "
                         "`tinyssb dongle set --help`)")
     port = dongle_port(args)
+    if args.power is not None and args.profile is None:
+        _check_dongle_power(args, port)
     try:
         info = apply_settings(port, changes, duty_permille=args.duty,
                               duty_window_ms=args.duty_window, radio_on=radio,
@@ -412,6 +414,22 @@ def cmd_dongle_set(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from None
     show_dongle(info, args.json)
     return 0
+
+
+def _check_dongle_power(args: argparse.Namespace, port: str) -> None:
+    """``--power`` without ``--profile``: within the limit of the region of the frequency
+    given, or of the one the dongle is on."""
+    frequency = args.frequency
+    if frequency is None:
+        try:
+            frequency = read_info(port, board=args.board, timeout=args.timeout).radio.frequency_hz
+        except DongleLinkError as exc:
+            raise UserError(str(exc)) from None
+    limit = power_limit_at(frequency)
+    if limit is not None and args.power > limit.max_dbm:
+        raise UserError(f"--power {args.power} dBm is above the legal limit of "
+                        f"{limit.max_dbm} dBm at {frequency / 1e6:.4f} MHz ({limit.rule}); "
+                        f"use {limit.max_dbm} or less")
 
 
 def cmd_dongle_profiles(args: argparse.Namespace) -> int:

@@ -32,6 +32,7 @@ __all__ = [
     "airtime",
     "check_power",
     "power_limit",
+    "power_limit_at",
     "profile",
 ]
 
@@ -112,17 +113,23 @@ class PowerLimit:
     max_dbm: int
     default_dbm: int
     rule: str
+    band_hz: tuple[int, int]  # where the rule applies (the region's whole LoRa band)
 
 
 REGIONS: dict[str, PowerLimit] = {
-    # ETSI EN 300 220 / ERC Rec 70-03 annex 1, band h1.4 (868.0-868.6 MHz): 25 mW ERP, 1 %
-    "EU868": PowerLimit("EU868", 14, 14, "25 mW ERP in 868.0-868.6 MHz (ERC Rec 70-03)"),
+    # ETSI EN 300 220 / ERC Rec 70-03 annex 1, band h1.4 (868.0-868.6 MHz): 25 mW ERP, 1 %;
+    # the rest of 863-870 MHz allows 25 mW too, except 869.4-869.65 (500 mW, unused here)
+    "EU868": PowerLimit("EU868", 14, 14, "25 mW ERP in 868.0-868.6 MHz (ERC Rec 70-03)",
+                        (863_000_000, 870_000_000)),
     # ERC Rec 70-03 annex 1, band h1.2 (433.05-434.79 MHz): 10 mW ERP
-    "EU433": PowerLimit("EU433", 10, 10, "10 mW ERP in 433.05-434.79 MHz (ERC Rec 70-03)"),
+    "EU433": PowerLimit("EU433", 10, 10, "10 mW ERP in 433.05-434.79 MHz (ERC Rec 70-03)",
+                        (433_050_000, 434_790_000)),
     # FCC part 15.247: 1 W conducted; the boards' chips give 20-22 dBm at most
-    "US915": PowerLimit("US915", 30, 20, "1 W in 902-928 MHz (FCC part 15.247)"),
+    "US915": PowerLimit("US915", 30, 20, "1 W in 902-928 MHz (FCC part 15.247)",
+                        (902_000_000, 928_000_000)),
     # ACMA LIPD class licence, 915-928 MHz: 1 W EIRP
-    "AU915": PowerLimit("AU915", 30, 20, "1 W EIRP in 915-928 MHz (ACMA LIPD)"),
+    "AU915": PowerLimit("AU915", 30, 20, "1 W EIRP in 915-928 MHz (ACMA LIPD)",
+                        (915_000_000, 928_000_000)),
 }
 """Transmit-power rules by region, the ones the profiles below fall under."""
 
@@ -166,6 +173,12 @@ def power_limit(name: str) -> PowerLimit:
         return REGIONS[_PLANS[name][1]]
     except KeyError:
         raise KeyError(f"unknown LoRa profile {name!r}") from None
+
+
+def power_limit_at(frequency_hz: int) -> PowerLimit | None:
+    """The rule for a frequency (the first region whose band holds it); None outside."""
+    return next((r for r in REGIONS.values()
+                 if r.band_hz[0] <= frequency_hz <= r.band_hz[1]), None)
 
 
 def check_power(name: str, dbm: int) -> int:
