@@ -109,6 +109,8 @@ def _print_contracts(answer: dict[str, Any]) -> None:
         for k, v in c.items():
             if k != "id":
                 print(f"  {k}: {v}")
+    for e in answer.get("ended", []):
+        print(f"ended contract {e.get('id')}: {e.get('outcome')}")
 
 
 def _print_requests(answer: dict[str, Any]) -> None:

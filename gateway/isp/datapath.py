@@ -58,12 +58,17 @@ def put(ctx: Ctx, c: Contract, item: tuple[bytes, int]) -> bool:
     return True
 
 
-def close_writer(ctx: Ctx, c: Contract) -> None:
-    """Queue the end-of-data marker behind what is queued; accept nothing after it."""
+def close_writer(ctx: Ctx, c: Contract, *, end: bool = True) -> None:
+    """Accept nothing more; with ``end``, queue the end-of-data marker behind what is
+    queued (without, a later call with ``end`` queues it)."""
     w = c.writer
-    if w is not None and not w.closed:
-        w.queue.append(None)
+    if w is None:
+        return
+    if not w.closed:
         w.closed = True
+        ctx.dirty = True
+    if end and not w.ended and None not in w.queue:
+        w.queue.append(None)
         ctx.dirty = True
 
 

@@ -28,6 +28,7 @@ from .views import C2cMessage, ContractInfo, SubRequest, Subscription
 __all__ = ["DEFAULT_PARAMS", "IspEngine"]
 
 DEFAULT_PARAMS = ContractParams()
+_ENDED = frozenset({"terminated", "farewell timed out", "abandoned"})
 
 log = logging.getLogger(__name__)
 
@@ -245,6 +246,11 @@ class IspEngine:
     # --- both -------------------------------------------------------------------------------
     def contracts(self) -> list[ContractInfo]:
         return [self._info(c) for c in self._ctx.state.contracts.values()]
+
+    def ended(self) -> list[tuple[bytes, str]]:
+        """Contracts that ended lately (contract id, how: "terminated", "farewell timed
+        out", "abandoned"), oldest first."""
+        return [(ref, o) for ref, o in self._ctx.state.outcomes.items() if o in _ENDED]
 
     def outcome(self, ref: bytes) -> str | None:
         """How a recent onboarding or subscription request ended: "pending", "accepted",

@@ -67,13 +67,17 @@ class ContractParams:
     unfinished (written, not yet released by the reader's ``feedhopping_fin``) before it
     pauses; ``farewell_delay``: seconds between the exchange of ``farewell_fin`` and the
     deletion of the contract's feeds, so that our fin can still be fetched;
-    ``hold_max``: tunnelled wires held per contract while their DMX is not armed.
+    ``hold_max``: tunnelled wires held per contract while their DMX is not armed;
+    ``farewell_timeout``: seconds of silence from the peer (no entry read from its
+    control or data feed) after which a farewell that is not complete ends locally (the
+    reference ISP's own ``farewell_fin`` may never come: it deletes its control feed).
     """
 
     feed_size: int = 50
     max_feeds: int = 3
     farewell_delay: float = 10.0
     hold_max: int = 64
+    farewell_timeout: float = 300.0
 
     def __post_init__(self) -> None:
         if self.feed_size < 3:
@@ -82,6 +86,8 @@ class ContractParams:
             raise ValueError("max_feeds must be at least 2 (the old and the new feed)")
         if self.farewell_delay < 0 or self.hold_max < 0:
             raise ValueError("farewell_delay and hold_max must not be negative")
+        if self.farewell_timeout <= 0:
+            raise ValueError("farewell_timeout must be positive")
 
 
 # --- small codec helpers -------------------------------------------------------------
@@ -210,7 +216,11 @@ class Incoming:
 @dataclass(slots=True)
 class Contract:
     """One client-ISP contract, seen from either side. ``cid`` is the ref of the
-    client's onboard_request."""
+    client's onboard_request. ``end_held``: our ``farewell_init`` is written and our
+    end-of-data marker waits until the peer shows it read it (its ack, fin, own init or
+    end of data): a peer that read our end of data first would take it for the whole
+    farewell (the reference ISP does). ``quiet_since``: during a farewell, when the peer
+    last moved (not saved: a restart gives the peer a fresh ``farewell_timeout``)."""
 
     cid: bytes
     client_root: bytes
@@ -226,6 +236,8 @@ class Contract:
     terminate_at: float | None = None
     subs: dict[bytes, ClientSub] = field(default_factory=dict)  # client: ref -> sub
     incoming: dict[bytes, Incoming] = field(default_factory=dict)  # client: ref -> request
+    end_held: bool = False
+    quiet_since: float | None = None
 
     def peer_root(self, own_root: bytes) -> bytes:
         return self.isp_root if own_root == self.client_root else self.client_root
@@ -241,6 +253,7 @@ class Contract:
             "fin_received": self.fin_received, "terminate_at": self.terminate_at,
             "subs": [s.dump() for s in self.subs.values()],
             "incoming": [i.dump() for i in self.incoming.values()],
+            "end_held": self.end_held,
         }
 
     @classmethod
@@ -253,7 +266,8 @@ class Contract:
             _b(d["own_ctrl"]), _ob(d["peer_ctrl"]), Cursor.load(d["ctrl"]),
             None if d["writer"] is None else Writer.load(d["writer"]), Reader.load(d["reader"]),
             bool(d["fin_sent"]), bool(d["fin_received"]), None if t is None else float(t),
-            {s.ref: s for s in subs}, {i.ref: i for i in incoming})
+            {s.ref: s for s in subs}, {i.ref: i for i in incoming},
+            bool(d.get("end_held", False)))
 
 
 @dataclass(slots=True)

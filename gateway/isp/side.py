@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 _SETTLE_ROUNDS = 64
 _OPEN = (Phase.ESTABLISHED, Phase.ONBOARD_ACK)
+_ENDING = (Phase.FAREWELL, Phase.FAREWELL_FIN)
 
 
 class Side(ABC):
@@ -90,11 +91,13 @@ class Side(ABC):
         for _ in range(_SETTLE_ROUNDS):
             moved = self.pump_roots()
             for c in list(self.state.contracts.values()):
-                if c.cid in self.state.contracts:
-                    moved |= self.pump_ctrl(c)
+                if c.cid in self.state.contracts and self.pump_ctrl(c):
+                    moved = True
+                    self._heard(c)
             for c in list(self.state.contracts.values()):
-                if c.cid in self.state.contracts:
-                    moved |= self.pump_data(c)
+                if c.cid in self.state.contracts and self.pump_data(c):
+                    moved = True
+                    self._heard(c)
             moved |= self.pump_c2c()
             for c in list(self.state.contracts.values()):
                 if c.cid in self.state.contracts:
@@ -196,10 +199,13 @@ class Side(ABC):
             if not self.begin_farewell(c, initiator=False):
                 log.info("%s: farewell_init in phase %s; nothing to do", where,
                          c.phase.value)
+                self._release_end(c)  # both started it: neither waits for an ack
         elif isinstance(msg, FarewellAck):
             log.info("%s: the peer acknowledged the farewell", where)
+            self._release_end(c)
         elif isinstance(msg, FarewellFin):
             c.fin_received = True
+            self._release_end(c)
             self._maybe_terminate(c)
         elif not self.on_ctrl(c, msg, mid):
             log.warning("%s: %s does not belong here; ignored", where, msg.kind)
@@ -228,19 +234,38 @@ class Side(ABC):
 
     # --- farewell ----------------------------------------------------------------------
     def begin_farewell(self, c: Contract, *, initiator: bool) -> bool:
-        """Stop taking new data: queue the end marker behind what is queued already."""
+        """Stop taking new data. The peer's farewell: answer ``farewell_ack`` and queue
+        the end marker behind what is queued already. Ours: write ``farewell_init`` and
+        hold the end marker until the peer shows it read the init (:meth:`_release_end`),
+        so that it never reads our end of data first."""
         if c.phase not in _OPEN or c.writer is None:
             return False
         self.before_close(c)
         self.ctx.send(c.own_ctrl, FarewellInit() if initiator else FarewellAck())
-        datapath.close_writer(self.ctx, c)
+        datapath.close_writer(self.ctx, c, end=not initiator)
+        c.end_held = initiator
         c.phase = Phase.FAREWELL
+        c.quiet_since = self.ctx.now
         log.info("%s: contract %s: farewell (%s)", self.ctx.node.name, fid_s(c.cid),
                  "ours" if initiator else "the peer's")
         return True
 
+    def _release_end(self, c: Contract) -> None:
+        """The peer read our farewell_init: our end of data may follow now."""
+        if c.end_held:
+            c.end_held = False
+            datapath.close_writer(self.ctx, c)
+            self.ctx.dirty = True
+            log.debug("%s: contract %s: the peer has our farewell_init; end of data queued",
+                      self.ctx.node.name, fid_s(c.cid))
+
+    def _heard(self, c: Contract) -> None:
+        if c.phase in _ENDING:
+            c.quiet_since = self.ctx.now
+
     def on_peer_end(self, c: Contract) -> None:
         """The peer's data is read to its end marker."""
+        self._release_end(c)
         if c.phase in _OPEN:
             self.begin_farewell(c, initiator=False)
         if not c.fin_sent:
@@ -256,15 +281,38 @@ class Side(ABC):
             log.info("%s: contract %s: farewell complete; deleting its feeds in %.0f s",
                      self.ctx.node.name, fid_s(c.cid), self.ctx.params.farewell_delay)
 
+    def _timeout_at(self, c: Contract) -> float | None:
+        """When a farewell that is not complete ends on its own (None: not in one)."""
+        if c.phase not in _ENDING or c.terminate_at is not None:
+            return None
+        if c.quiet_since is None:  # a restart during the farewell: the peer gets a fresh time
+            c.quiet_since = self.ctx.now
+        return c.quiet_since + self.ctx.params.farewell_timeout
+
     def deadline(self) -> float | None:
-        times = [c.terminate_at for c in self.state.contracts.values()
-                 if c.terminate_at is not None]
+        times = [t for c in self.state.contracts.values()
+                 if (t := c.terminate_at if c.terminate_at is not None
+                     else self._timeout_at(c)) is not None]
         return min(times) if times else None
 
     def terminate_due(self) -> None:
         for c in list(self.state.contracts.values()):
             if c.terminate_at is not None and c.terminate_at <= self.ctx.now:
                 self.terminate(c, "terminated")
+            elif (t := self._timeout_at(c)) is not None and t <= self.ctx.now:
+                log.warning("%s: contract %s: farewell unanswered (%s) for %.0f s: ending it "
+                            "here and deleting its feeds and keys", self.ctx.node.name,
+                            fid_s(c.cid), self._waiting_for(c),
+                            self.ctx.params.farewell_timeout)
+                self.terminate(c, "farewell timed out")
+
+    @staticmethod
+    def _waiting_for(c: Contract) -> str:
+        if c.end_held:
+            return "no farewell_ack"
+        if c.phase is Phase.FAREWELL:
+            return "the peer's end of data never came"
+        return "no farewell_fin"
 
     def terminate(self, c: Contract, outcome: str) -> None:
         """Delete every feed of ``c`` (control, data, c2c) and forget the contract."""

@@ -24,7 +24,13 @@ from ..wire.entry import PACKET_LEN
 from ..wire.lora import LoRaParams
 from .events import FrameKind
 
-__all__ = ["AirtimeBudget", "Face", "FaceKind", "Priority", "Queued", "SendQueue"]
+__all__ = ["IP_MTU", "AirtimeBudget", "Face", "FaceKind", "Priority", "Queued", "SendQueue"]
+
+IP_MTU = 1024
+"""MTU of IP faces (WebSocket, UDP): the longest WANT/CHNK vector a peer may send us.
+The reference tinyISP ISP puts every unfinished side chain of a set into one CHNK
+(202-356 B seen, wire-compat.md section 2.3 of tinyisp.md); radio and BLE faces keep
+120. Entries, chunks and GOSET packets have fixed sizes on every face."""
 
 
 class FaceKind(Enum):
@@ -42,7 +48,11 @@ class Priority(IntEnum):
 
 @dataclass(frozen=True, slots=True)
 class Face:
-    """How one link behaves. ``crc`` adds and checks the 4-byte CRC32 trailer."""
+    """How one link behaves. ``crc`` adds and checks the 4-byte CRC32 trailer.
+
+    ``mtu`` bounds the packets (without the CRC) the face carries both ways: ours are
+    never longer than 120 B, and a peer's WANT/CHNK vector may be up to ``mtu`` long
+    (:data:`IP_MTU` on IP faces); longer frames are dropped and counted."""
 
     name: str
     kind: FaceKind = FaceKind.BROADCAST
@@ -53,6 +63,10 @@ class Face:
     duty_window: float = 3600.0
     min_gap: float = 0.0  # seconds between the starts of two transmissions
     queue_size: int = 5
+    # token bucket (pacing.py): ``burst`` frames back to back, then ``rate`` per second;
+    # rate 0: no bucket (UDP faces pace, so that a 4-slot ESP32 queue keeps up)
+    rate: float = 0.0
+    burst: int = 1
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -65,6 +79,8 @@ class Face:
             raise ValueError(f"face {self.name}: a duty cycle needs LoRa parameters")
         if self.queue_size < 1 or self.min_gap < 0:
             raise ValueError(f"face {self.name}: queue_size >= 1 and min_gap >= 0 required")
+        if self.rate < 0 or self.burst < 1:
+            raise ValueError(f"face {self.name}: rate >= 0 and burst >= 1 required")
 
     @classmethod
     def lora_radio(cls, name: str, params: LoRaParams, *, duty_cycle: float = 0.01,

@@ -7,6 +7,16 @@ references do:
   three keys whose ends sit next to each other in our set gives the missing middle key
   (``xor ^ lo ^ hi``) directly; any other claim adds its two end keys and waits as a
   *pending* claim (deduplicated on ``(cnt, xor)``) for the next round;
+* generalising the middle-key rule (the Python reference's GOSET task dies when its
+  help shrinks to one key, so it never claims again, issue 15): whenever a pending
+  claim's range holds exactly one key fewer at our side than its count, the missing key
+  is the claim's XOR xor ours over that range. It is taken only if it sorts strictly
+  inside the range, is new, could be a feed id (an Ed25519 point), and every key we
+  hold in the range was shown to us by the claim's sender *before* that claim (a
+  novelty, a claim end, a claim equal to our set; the set only grows, so it held them
+  still): a key the peer lacks would make the "missing" key garbage, which a grow-only
+  set never sheds. Only a point-to-point face tells one sender apart, so the rule
+  applies there; on a broadcast face only the three-key rule does;
 * each round sends one queued novelty (when enabled), our full claim, then walks the
   pending claims smallest first: where we hold fewer keys in that range we *ask* with
   our partial claim, where we hold more we *help* by sending the inner range (ends
@@ -22,7 +32,7 @@ from __future__ import annotations
 import bisect
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..wire.goset import (
@@ -32,6 +42,7 @@ from ..wire.goset import (
     Novelty,
     Zap,
     make_claim,
+    plausible_key,
 )
 from .policy import Policy
 
@@ -55,7 +66,7 @@ class GosetOut:
 @dataclass(slots=True)
 class _Pending:
     claim: Claim
-    faces: set[str] = field(default_factory=set)
+    faces: dict[str, int] = field(default_factory=dict)  # face -> when last heard (tick)
     rounds: int = 0
 
 
@@ -74,6 +85,11 @@ class GosetSync:
         self._novelty_queue: list[bytes] = []
         self.largest_cnt_seen = 0
         self.added: list[bytes] = []  # keys added since the owner last drained this
+        # point-to-point face -> key -> when (tick) that face first showed it holds the
+        # key (novelty, claim end, claim equal to our set, derived from its claim): the
+        # evidence the derivation rule needs
+        self._shown: dict[str, dict[bytes, int]] = {}
+        self._tick = 0  # counts GOSET packets received: orders showing and claiming
         # round timer
         self._interval = policy.goset_interval_min
         self._interval_end: float | None = None  # None: not started yet
@@ -92,6 +108,7 @@ class GosetSync:
         self.claims_suppressed = 0
         self.zaps_dropped = 0
         self.refused_full = 0  # keys turned away because the set holds 100 already
+        self.derived = 0  # keys taken as a claim's XOR xor ours (one missing in its range)
 
     # --- the set ----------------------------------------------------------------------
     @property
@@ -145,22 +162,43 @@ class GosetSync:
             return None
         return Claim(self.keys[0], self.keys[-1], self.state, len(self.keys))
 
+    def forget_face(self, face: str) -> None:
+        """The face is gone: what it showed us is no evidence any more."""
+        self._shown.pop(face, None)
+
     # --- receiving ------------------------------------------------------------------
-    def on_packet(self, pkt: Claim | Novelty | Zap, face: str, now: float) -> None:
+    def on_packet(self, pkt: Claim | Novelty | Zap, face: str, now: float, *,
+                  one_peer: bool = False) -> None:
+        """Handle a GOSET packet heard on ``face``; ``one_peer``: the face is a
+        point-to-point link, so what it shows is one peer's set."""
+        self._tick += 1
         if isinstance(pkt, Novelty):
             self.add(pkt.key, now)
+            if one_peer:
+                self._show(face, (pkt.key,))
         elif isinstance(pkt, Claim):
-            self._on_claim(pkt, face, now)
+            self._on_claim(pkt, face, now, one_peer)
         else:
             self.zaps_dropped += 1  # an ESP32 wipe command: never obeyed, never repeated
+            return
+        if self._pending:
+            self._derive_missing(now)
 
-    def _on_claim(self, c: Claim, face: str, now: float) -> None:
+    def _show(self, face: str, keys: Iterable[bytes]) -> None:
+        shown = self._shown.setdefault(face, {})
+        for k in keys:
+            if k in self._index:
+                shown.setdefault(k, self._tick)
+
+    def _on_claim(self, c: Claim, face: str, now: float, one_peer: bool = False) -> None:
         if c.cnt == 0 or c.lo == ZERO_KEY or c.hi == ZERO_KEY:
             return
         self.largest_cnt_seen = max(self.largest_cnt_seen, c.cnt)
         if c.cnt == len(self.keys) and c.xor == self.state:
             self._heard_consistent += 1
             self._novelty_queue.clear()  # they hold every key we could announce
+            if one_peer:
+                self._show(face, self.keys)
             return
         lo_i, hi_i = self._index.get(c.lo), self._index.get(c.hi)
         if c.cnt == 3 and lo_i is not None and hi_i is not None and hi_i == lo_i + 1:
@@ -170,16 +208,52 @@ class GosetSync:
             return
         self.add(c.lo, now)
         self.add(c.hi, now)
+        if one_peer:
+            self._show(face, (c.lo, c.hi))
         key = (c.cnt, c.xor)
         pend = self._pending.get(key)
         if pend is None:
             self._pending[key] = pend = _Pending(c)
             self._trim_pending()
-        pend.faces.add(face)
+        pend.faces[face] = self._tick
         if self.policy.goset_reset_on_claim:
             self._inconsistent(now)
         else:
             self.respond_soon(now)
+
+    def _derive_missing(self, now: float) -> None:
+        """Take the one key a pending claim's range lacks at our side (XOR of the claim
+        xor ours there), again while that completes further claims; see the module notes
+        for the checks. Never waits for the peer to claim again."""
+        progress = True
+        while progress:
+            progress = False
+            for pkey, pend in list(self._pending.items()):
+                c = pend.claim
+                lo_i, hi_i = self._index.get(c.lo), self._index.get(c.hi)
+                if lo_i is None or hi_i is None or hi_i - lo_i + 2 != c.cnt:
+                    continue
+                ours = make_claim(self.keys, lo_i, hi_i)
+                missing = (int.from_bytes(c.xor, "big")
+                           ^ int.from_bytes(ours.xor, "big")).to_bytes(32, "big")
+                if not c.lo < missing < c.hi or missing in self._index:
+                    continue
+                vouching = [f for f, heard in pend.faces.items()
+                            if self._shown_by(f, self.keys[lo_i:hi_i + 1], heard)]
+                if not vouching or not plausible_key(missing) or not self.add(missing, now):
+                    continue
+                self.derived += 1
+                for f in vouching:
+                    self._shown[f].setdefault(missing, pend.faces[f])
+                del self._pending[pkey]
+                log.info("GOSET: derived key %s from a claim of %d keys (we held %d of "
+                         "them)", missing.hex()[:16], c.cnt, c.cnt - 1)
+                progress = True
+
+    def _shown_by(self, face: str, keys: Iterable[bytes], before: int) -> bool:
+        """Did ``face`` show it holds every one of ``keys`` by tick ``before``?"""
+        shown = self._shown.get(face)
+        return shown is not None and all(shown.get(k, before + 1) <= before for k in keys)
 
     def _trim_pending(self) -> None:
         if len(self._pending) > self.policy.pending_max:

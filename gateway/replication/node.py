@@ -39,6 +39,7 @@ from .events import (
 )
 from .faces import AirtimeBudget, Face, FaceKind, Priority, Queued, SendQueue
 from .goset import GosetOut, GosetSync
+from .pacing import AnswerCredit, TokenBucket
 from .policy import DEFAULT, Policy
 from .relay import Relay, RelayQueue
 from .repair import CHAIN_WAIT, RepairTimer
@@ -52,6 +53,7 @@ log = logging.getLogger(__name__)
 _MIN_FRAME = DMX_LEN + 1
 _RECENT_MAX = 2048  # data packets remembered as held, to tell a neighbour's news from echoes
 _COPIES_KEPT = 64  # items whose copies are counted until they make way (mesh density)
+_ECHO_ALPHA = 0.1  # weight of one relay's outcome in a face's echo rate
 _ORPHANS_MAX = 64
 _ORPHAN_LIFE = 600.0  # seconds an unplaced frame is kept at most once it prompted a claim  # unplaced packet-sized frames kept in case their predecessor comes next
 
@@ -78,19 +80,25 @@ class NodeStats:
 
 
 class _FaceState:
-    __slots__ = ("budget", "builder", "copies", "density", "echoes", "face", "heard_requests",
-                 "jittered", "next_tx", "queue", "relays", "set_builders", "set_next",
-                 "set_turn", "timer")
+    __slots__ = ("bucket", "budget", "builder", "copies", "credit", "density", "echo_rate",
+                 "echoes", "face",
+                 "heard_requests", "jittered", "next_tx", "queue", "relays", "set_builders",
+                 "set_next", "set_turn", "timer")
 
     def __init__(self, face: Face, timer: RequestTimer | RepairTimer, builder: RequestBuilder,
-                 relays: RelayQueue | None = None) -> None:
+                 relays: RelayQueue | None = None, credit: AnswerCredit | None = None) -> None:
         self.face = face
+        self.credit = credit  # adaptive per-request credit (None: the policy's, fixed)
+        self.bucket = TokenBucket(face.rate, face.burst) if face.rate else None
         self.relays = relays  # push relaying (broadcast faces under a push policy)
         # WANT/CHNK heard from neighbours since our last request round (push faces): ours
         # would say the same, and the answers to theirs reach us too
         self.heard_requests: set[bytes] = set()
         # entries we relayed, until a neighbour's relay of them is heard (or the time)
         self.echoes: dict[bytes, float] = {}
+        # running share of our relayed entries that a neighbour relayed on (1: all):
+        # a node whose relays nobody takes on is rarely the one the mesh needs
+        self.echo_rate = 1.0
         # copies heard of the items we took lately (push faces), and their running mean:
         # how many neighbours relay what we hear, i.e. how dense the mesh is around us
         self.copies: OrderedDict[bytes, int] = OrderedDict()
@@ -110,6 +118,8 @@ class _FaceState:
         if len(head.packet) > self.face.mtu:
             return float("inf")
         t = self.next_tx
+        if self.bucket is not None:
+            t = self.bucket.earliest(t)
         if self.budget is not None:
             t = max(t, self.budget.earliest(t, self.face.airtime(len(head.packet))))
         return t
@@ -175,11 +185,15 @@ class Node:
         else:  # requests only repair: with nothing to ask for yet, the first one waits
             timer = RepairTimer(p, now, self._rng, first_within=p.rtt_initial
                                 if len(self.goset) or self._sets else p.push_rtt_max)
-        self._faces[face.name] = _FaceState(face, timer, RequestBuilder(self.policy), relays)
+        credit = (AnswerCredit(p.credit, p.credit_min) if p.adaptive_credit and relays is None
+                  else None)
+        self._faces[face.name] = _FaceState(face, timer, RequestBuilder(self.policy), relays,
+                                            credit)
         self.goset.new_neighbour(now)
 
     def remove_face(self, name: str) -> None:
         self._faces.pop(name, None)
+        self.goset.forget_face(name)
 
     @property
     def faces(self) -> list[Face]:
@@ -365,17 +379,20 @@ class Node:
                 return RxReport(FrameKind.UNKNOWN, Drop.CRC)
         if len(packet) < _MIN_FRAME:
             return RxReport(FrameKind.UNKNOWN, Drop.TOO_SHORT)
-        if len(packet) > PACKET_LEN:
+        if len(packet) > fs.face.mtu:
             return RxReport(FrameKind.UNKNOWN, Drop.TOO_LONG)
         if self.policy.suppress_overheard and fs.face.kind is FaceKind.BROADCAST:
             fs.queue.discard(packet)  # a neighbour said it already
-        if fs.echoes:
-            fs.echoes.pop(packet, None)
+        if fs.echoes and fs.echoes.pop(packet, None) is not None:
+            fs.echo_rate += _ECHO_ALPHA * (1.0 - fs.echo_rate)  # our relay was taken on
         if packet in fs.copies:
             fs.copies[packet] += 1
         if fs.relays is not None:
             fs.relays.heard(packet)
         dmx = packet[:DMX_LEN]
+        if len(packet) > PACKET_LEN and not (dmx in (self._want_dmx, self._chnk_dmx)
+                                             or dmx in self._set_dmx):
+            return RxReport(FrameKind.UNKNOWN, Drop.TOO_LONG)  # only vectors grow past 120
         if dmx == GOSET_DMX:
             return self._on_goset(now, face, packet)
         if dmx == self._want_dmx:
@@ -396,7 +413,9 @@ class Node:
             pkt = decode_goset(packet)
         except PacketError:
             return RxReport(FrameKind.UNKNOWN, Drop.BAD_GOSET)
-        self.goset.on_packet(pkt, face, now)
+        fs = self._faces[face]
+        self.goset.on_packet(pkt, face, now,
+                             one_peer=fs.face.kind is FaceKind.POINT_TO_POINT)
         self._sync_goset(now, face if isinstance(pkt, Novelty) else None)
         if isinstance(pkt, Claim):
             if pkt.cnt == len(self.goset) and pkt.xor == self._state:
@@ -431,7 +450,19 @@ class Node:
             fs.timer.rearm(now)
             if bound is not None:
                 fs.set_next = bound.name
-        answers = answer_want(wanted, keys, store, self.policy.credit) if wanted else []
+        credit = fs.credit
+        judged = credit is not None and credit.judging(now, self._answers_queued(fs))
+        if judged:
+            assert credit is not None
+            credit.want_seen({keys[fndx]: seq for fndx, seq in want.slots(len(keys))})
+        answers = answer_want(wanted, keys, store, self._credit(fs)) if wanted else []
+        if judged and answers:
+            assert credit is not None
+            runs: dict[bytes, tuple[int, int]] = {}
+            for a in answers:
+                first, n = runs.get(a.fid, (a.seq, 0))
+                runs[a.fid] = (first, n + 1)
+            credit.sent_entries(runs)
         if fs.relays is not None:
             fs.heard_requests.add(packet)
         return RxReport(FrameKind.WANT, answers=self._queue_answers(now, fs, answers))
@@ -442,11 +473,32 @@ class Node:
             requests = decode_chnk(packet)
         except PacketError:
             return RxReport(FrameKind.CHNK, Drop.BAD_REQUEST)
-        answers = answer_chnk(requests, self.goset.keys if keys is None else keys,
-                              self.store, self.policy.credit)
+        keys = self.goset.keys if keys is None else keys
+        credit = fs.credit
+        judged = credit is not None and credit.judging(now, self._answers_queued(fs))
+        if judged:
+            assert credit is not None
+            credit.chnk_seen({(keys[r.fndx], r.seq): r.cnr for r in requests
+                              if r.fndx < len(keys)})
+        answers = answer_chnk(requests, keys, self.store, self._credit(fs))
+        if judged and answers:
+            assert credit is not None
+            runs: dict[tuple[bytes, int], tuple[int, int]] = {}
+            for a in answers:
+                first, n = runs.get((a.fid, a.seq), (a.cnr or 0, 0))
+                runs[(a.fid, a.seq)] = (first, n + 1)
+            credit.sent_chunks(runs)
         if fs.relays is not None:
             fs.heard_requests.add(packet)
         return RxReport(FrameKind.CHNK, answers=self._queue_answers(now, fs, answers))
+
+    def _credit(self, fs: _FaceState) -> int:
+        return fs.credit.value if fs.credit is not None else self.policy.credit
+
+    @staticmethod
+    def _answers_queued(fs: _FaceState) -> bool:
+        head = fs.queue.peek()  # answers go first: one queued is at the head
+        return head is not None and head.priority is Priority.ANSWER
 
     def _queue_answers(self, now: float, fs: _FaceState, answers: list[Answer]) -> int:
         queued = 0
@@ -583,6 +635,8 @@ class Node:
                                   + self._rng.uniform(0.0, 0.25))
             else:
                 delay = self._rng.uniform(0.0, window)
+            if p.push_echo_weight and heard_on is not None:
+                delay += window * p.push_echo_weight * (1.0 - fs.echo_rate)
             if name == heard_on:
                 fs.copies[packet] = 1
                 if len(fs.copies) > _COPIES_KEPT:
@@ -681,6 +735,7 @@ class Node:
         silent = [packet for packet, t in fs.echoes.items() if t <= now]
         for packet in silent:
             del fs.echoes[packet]
+            fs.echo_rate -= _ECHO_ALPHA * fs.echo_rate
         if silent and isinstance(fs.timer, RepairTimer) and self._agreed(now):
             self.stats.no_echo += 1
             fs.timer.advertise(now)
@@ -757,6 +812,10 @@ class Node:
                     break
                 fs.jittered = False
                 q = fs.queue.pop()
+                if fs.bucket is not None:
+                    fs.bucket.spend(now)
+                if fs.credit is not None and q.priority is Priority.ANSWER:
+                    fs.credit.last_answer = now
                 airtime = fs.face.airtime(len(q.packet))
                 if fs.budget is not None:
                     fs.budget.spend(now, airtime)

@@ -56,6 +56,11 @@ class Policy:
     pending_rounds: int = 0  # rounds a pending claim may wait unanswered; 0: no limit
     # WANT / CHNK
     credit: int = 3  # packets sent in answer to one request
+    # per face, start at ``credit_min`` and double while the peer takes all we send,
+    # falling to what it took when it takes less (pacing.AnswerCredit); False: always
+    # ``credit``
+    adaptive_credit: bool = False
+    credit_min: int = 3
     request_budget: int = 100  # running BIPF size of items after which a vector is closed
     chnk_per_feed: int = 100  # chains of one feed asked for in one CHNK
     offset_step: OffsetStep = OffsetStep.ONE
@@ -87,6 +92,9 @@ class Policy:
     push_snr_low: float = -7.5
     push_snr_high: float = 10.0
     push_novelty_extra: int = 0  # copies more than push_redundancy to cancel a novelty
+    # a relay waits up to this many push windows more, the fewer of our relayed entries
+    # neighbours relayed on lately: nodes whose relays carry the flood go first
+    push_echo_weight: float = 0.0
     # push faces: an answer waits U(1, answer_window) airtimes (past the asker's request
     # burst; a copy from another neighbour meanwhile cancels it)
     answer_window: float = 4.0
@@ -115,15 +123,17 @@ class Policy:
     def __post_init__(self) -> None:
         if not 0 < self.goset_interval_min <= self.goset_interval_max:
             raise ValueError("goset_interval_min must be positive and <= goset_interval_max")
-        if self.credit < 1 or self.request_budget < 8 or self.chnk_per_feed < 1:
-            raise ValueError("credit, request_budget and chnk_per_feed must be positive")
+        if (self.credit < 1 or self.credit_min < 1 or self.request_budget < 8
+                or self.chnk_per_feed < 1):
+            raise ValueError("credit, credit_min, request_budget and chnk_per_feed must be "
+                             "positive")
         if not 0 < self.rtt_min <= self.rtt_initial <= min(self.rtt_max, self.push_rtt_max):
             raise ValueError("need 0 < rtt_min <= rtt_initial <= rtt_max, push_rtt_max")
         if self.rtt_backoff < 1 or not 0 <= self.rtt_alpha < 1:
             raise ValueError("rtt_backoff must be >= 1 and rtt_alpha in [0, 1)")
         if min(self.help_budget, self.ask_budget, self.pending_max, self.pending_rounds,
                self.claim_redundancy, self.tx_jitter, self.push_window,
-               self.request_delay) < 0:
+               self.request_delay, self.push_echo_weight) < 0:
             raise ValueError("budgets must not be negative")
         if self.push_redundancy < 1 or self.push_capacity < 1:
             raise ValueError("push_redundancy and push_capacity must be positive")
@@ -167,6 +177,7 @@ DEFAULT = Policy(
     goset_reset_on_claim=False,
     goset_respond_delay=15.0,
     push_novelty_extra=1,
+    push_echo_weight=2.0,
     push_rtt_max=200.0,
     push_reserve=0.3,
     listen_before_talk=True,
@@ -185,6 +196,7 @@ IP = replace(
     ask_budget=4,
     pending_max=32,
     credit=100,
+    adaptive_credit=True,
     chnk_per_feed=20,
     rtt_initial=0.25,
     rtt_max=5.0,

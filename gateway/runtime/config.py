@@ -55,6 +55,8 @@ group = "239.5.5.8"
 port = 1558
 interface = "0.0.0.0"     # local address of the interface to use
 loopback = false          # also deliver to other gateways on this host
+rate = 25.0               # frames per second after a burst (0: no pacing)
+burst = 4                 # frames sent back to back (an ESP32 queues 4)
 
 [serial]
 port = ""                 # the LoRa dongle, e.g. "/dev/ttyUSB0" ("" = none)
@@ -64,6 +66,10 @@ profile = "EU868.a"       # radio plan (868.3 MHz, 125 kHz, SF7): tinyssb dongle
                           # the region's limit
 board = ""                # board name from hardware/boards, for its serial lines
 duty_cycle = 0.01         # share of airtime the gateway may use
+
+[isp]
+farewell_timeout = 300.0  # seconds of silence from a contract's peer after which an
+                          # unfinished farewell ends here (its feeds and keys deleted)
 
 [ble]
 enabled = false           # BLE central: connect to tinySSB peripherals
@@ -82,6 +88,8 @@ class UdpConfig:
     port: int = 1558
     interface: str = "0.0.0.0"
     loopback: bool = False
+    rate: float = 25.0
+    burst: int = 4
 
 
 @dataclass(slots=True)
@@ -118,6 +126,7 @@ class GatewayConfig:
     udp: UdpConfig | None = None
     serial: SerialConfig | None = None
     ble: BleConfig | None = None
+    isp_farewell_timeout: float = 300.0
     source: str = "(flags)"
 
     def has_faces(self) -> bool:
@@ -205,11 +214,13 @@ def _to_config(s: GatewaySettings, source: str) -> GatewayConfig:
     cfg = GatewayConfig(name=s.name or "gateway", status_interval=s.status_interval,
                         flush_interval=s.flush_interval,
                         capture=Path(s.capture).expanduser() if s.capture else None,
-                        policy_table=dict(s.policy), source=source)
+                        policy_table=dict(s.policy),
+                        isp_farewell_timeout=s.isp.farewell_timeout, source=source)
     cfg.ws_listen = [parse_listen(item) for item in s.websocket.listen]
     cfg.ws_connect = list(s.websocket.connect)
     if s.udp is not None and s.udp.enabled:
-        cfg.udp = UdpConfig(s.udp.group, s.udp.port, s.udp.interface, s.udp.loopback)
+        cfg.udp = UdpConfig(s.udp.group, s.udp.port, s.udp.interface, s.udp.loopback,
+                            s.udp.rate, s.udp.burst)
     if s.serial is not None and s.serial.port:
         cfg.serial = SerialConfig(s.serial.port, s.serial.profile, s.serial.board or None,
                                   s.serial.duty_cycle, s.serial.power)

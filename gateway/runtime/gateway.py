@@ -126,7 +126,8 @@ class Gateway:
                              name=self.config.name, now=now,
                              goset_filter=goset_filter(self.data_dir))
             if role is not None:
-                self.isp = IspService(self.node, self.key, self.data_dir, role, now)
+                self.isp = IspService(self.node, self.key, self.data_dir, role, now,
+                                      farewell_timeout=self.config.isp_farewell_timeout)
                 log.info("tinyISP %s: %d contracts", role.value,
                          len(self.isp.engine.contracts()))
             # our own feed joins the GOSET with its first entry (Node.publish), not before:

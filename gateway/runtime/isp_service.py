@@ -13,11 +13,12 @@ from __future__ import annotations
 import base64
 import logging
 from collections.abc import Callable
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..isp import DirKeyStore, DirStateStore, IspEngine, IspError, Role
+from ..isp.engine import DEFAULT_PARAMS
 from ..replication.node import Node
 from ..store.disk import write_atomic
 from ..wire.entry import FeedKey
@@ -96,12 +97,14 @@ class IspService:
     """The engine on a Node and a data directory, and its request handler."""
 
     def __init__(self, node: Node, key: FeedKey, data_dir: Path, role: Role,
-                 now: float) -> None:
+                 now: float, *, farewell_timeout: float = DEFAULT_PARAMS.farewell_timeout
+                 ) -> None:
         write_role(data_dir, role)
         self.node = node
         self.role = role
         state, keys = _stores(data_dir)
-        self.engine = IspEngine(node, key, role, state, keys, now)
+        params = replace(DEFAULT_PARAMS, farewell_timeout=farewell_timeout)
+        self.engine = IspEngine(node, key, role, state, keys, now, params=params)
 
     def settle(self, events: list[Any], now: float) -> list[Any]:
         """Hand ``events`` and whatever the engine's own appends cause to the engine;
@@ -172,7 +175,9 @@ class IspService:
 
     def _contracts(self, _req: dict[str, Any], _now: float) -> dict[str, Any]:
         allow = list(self.engine.allow_list) if self.role is Role.ISP else []
-        return {"role": self.role.value, "contracts": self.engine.contracts(), "allow": allow}
+        ended = [{"id": ref, "outcome": how} for ref, how in self.engine.ended()]
+        return {"role": self.role.value, "contracts": self.engine.contracts(), "allow": allow,
+                "ended": ended}
 
     def _farewell(self, req: dict[str, Any], now: float) -> dict[str, Any]:
         peer = self._peer(req)

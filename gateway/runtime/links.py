@@ -20,7 +20,8 @@ def build_links(cfg: GatewayConfig) -> list[Link]:
         from ..transports.udp import UdpMulticast
 
         u = cfg.udp
-        links.append(UdpMulticast(u.group, u.port, interface=u.interface, loopback=u.loopback))
+        links.append(UdpMulticast(u.group, u.port, interface=u.interface, loopback=u.loopback,
+                                  rate=u.rate, burst=u.burst))
     if cfg.serial is not None:
         from ..transports.dongle_face import SerialDongle
 

@@ -93,9 +93,11 @@ def _listen(item: int | str) -> int | str:
     return item
 
 
-def _between(low: float, high: float) -> AfterValidator:
+def _between(low: float, high: float, *, whole: bool = False) -> AfterValidator:
     def check(value: float) -> float:
         if not low <= value <= high:
+            if whole:
+                raise ValueError(f"must be a whole number from {low} to {high}, got {value}")
             raise ValueError(f"must be between {low:g} and {high:g}, got {value:g}")
         return value
     return AfterValidator(check)
@@ -125,6 +127,8 @@ class UdpTable(_Table):
     port: Annotated[int, AfterValidator(_port)] = 1558
     interface: str = "0.0.0.0"
     loopback: bool = False
+    rate: Annotated[float, _between(0.0, 100000.0)] = 25.0  # frames/s after a burst; 0: no pace
+    burst: Annotated[int, _between(1, 1024, whole=True)] = 4  # frames sent back to back
 
 
 class SerialTable(_Table):
@@ -149,6 +153,11 @@ class BleTable(_Table):
     max_peers: Annotated[int, _between(1, 16)] = 4
 
 
+class IspTable(_Table):
+    # seconds of silence from a contract's peer that end an unfinished farewell here
+    farewell_timeout: Annotated[float, _between(1.0, 30 * 86400.0)] = 300.0
+
+
 class GatewaySettings(_Table):
     name: str = "gateway"
     status_interval: Annotated[float, _between(0, 86400)] = 10.0
@@ -159,6 +168,7 @@ class GatewaySettings(_Table):
     udp: UdpTable | None = None
     serial: SerialTable | None = None
     ble: BleTable | None = None
+    isp: IspTable = IspTable()
 
 
 # --- flags and errors -----------------------------------------------------------------------

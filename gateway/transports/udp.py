@@ -6,10 +6,15 @@ and checks the CRC32 trailer; this link only moves datagrams.
 
 Two sockets:
 
-* receive: bound to ``(group, port)`` with SO_REUSEADDR (and SO_REUSEPORT where there
-  is one), so several gateways on one host can share the port, and joined to the group
-  on ``interface``. Binding to the group address (not to any address) keeps unicast
-  datagrams to the port out. Datagrams over 256 bytes are dropped and counted.
+* receive: bound to ``(group, port)`` with SO_REUSEADDR (and SO_REUSEPORT outside
+  Linux, which needs it there), so several gateways on one host can share the port,
+  and joined to the group on ``interface``. Binding to the group address (not to any address) keeps unicast
+  datagrams to the port out. Datagrams longer than the face's MTU plus the CRC are
+  dropped and counted: the MTU (:data:`~gateway.replication.faces.IP_MTU`, 1024 B)
+  admits the reference tinyISP ISP's long CHNK vectors (356 B seen), which the
+  Android app's 256-byte receive buffer would cut.
+* the face is paced by a token bucket (``rate``, ``burst``: :data:`UDP_RATE`,
+  :data:`UDP_BURST`), so that an answer burst does not overrun small peers.
 * send: bound to an ephemeral port on ``interface`` and *connected* to the group, with
   IP_MULTICAST_IF, IP_MULTICAST_TTL and IP_MULTICAST_LOOP set. Connecting makes the
   kernel choose the source address up front (no packet is sent for it), so we know our
@@ -18,7 +23,10 @@ Two sockets:
   garbage.
 
 ``interface`` is the IPv4 address of the interface to use (``0.0.0.0``: the one the
-routing table picks for the group). On the loopback interface use ``127.0.0.1``:
+routing table picks for the group). The receive socket hears the group on that
+interface only (IP_MULTICAST_ALL off on Linux): without it, a gateway on 127.0.0.1
+also heard what another host sent to the group on eth0 once anything on the host had
+joined there. On the loopback interface use ``127.0.0.1``:
 Linux joins and sends there although ``lo`` carries no MULTICAST flag and has no
 multicast route; every datagram sent on ``lo`` reaches every member on the host once,
 whatever IP_MULTICAST_LOOP says, so it is the own-echo filter that keeps a gateway from
@@ -39,18 +47,35 @@ import ipaddress
 import logging
 import socket
 import struct
+import sys
 from dataclasses import dataclass
 from typing import Any
 
-from ..replication.faces import Face, FaceKind
+from ..replication.faces import IP_MTU, Face, FaceKind
+from ..wire.crc import CRC_LEN
 from .base import Backoff, Link, LinkCounters, LinkError, LinkHost, RadioMeta, os_reason
 
-__all__ = ["MAX_DATAGRAM", "UdpCounters", "UdpMulticast"]
+__all__ = ["UDP_BURST", "UDP_RATE", "UdpCounters", "UdpMulticast"]
+
+UDP_BURST = 4
+UDP_RATE = 25.0
+"""The face's pace: 4 frames back to back (the ESP32 firmware's radio receive queue
+holds 4; more are lost with "rcvd too many LoRa pkts"), then 25 per second. 0: no pace."""
 
 log = logging.getLogger(__name__)
 
-MAX_DATAGRAM = 256
-"""The reference's receive buffer: larger datagrams are not tinySSB packets."""
+_LINUX = sys.platform.startswith("linux")
+_IP_MULTICAST_ALL: int | None = getattr(socket, "IP_MULTICAST_ALL", 49 if _LINUX else None)
+"""Linux delivers a group's datagrams to every socket bound to its port, whichever
+interface they arrived on and whichever joined the group there (the option's default,
+1); 0 limits a socket to the (group, interface) pairs it joined itself. Elsewhere a
+socket hears the groups it joined only, which is the same.
+
+On Linux the receive socket shares the port through SO_REUSEADDR alone: with
+SO_REUSEPORT too, a kernel that hands a multicast datagram to the one socket it matched
+(early demux) may pass it to any socket of that socket's reuse-port group instead,
+past the interface check (seen on 6.x: a socket joined on lo took what another
+socket joined on eth0 was meant to get)."""
 
 _TRANSIENT = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS, errno.EINTR,
                         errno.EMSGSIZE})
@@ -101,7 +126,8 @@ class UdpMulticast(Link):
     def __init__(self, group: str = "239.5.5.8", port: int = 1558, *,
                  interface: str = "0.0.0.0", loopback: bool = False, ttl: int = 1,
                  name: str = "udp", backoff: Backoff | None = None,
-                 max_datagram: int = MAX_DATAGRAM, send_buffer: int = 16 * 1024) -> None:
+                 mtu: int = IP_MTU, send_buffer: int = 16 * 1024, rate: float = UDP_RATE,
+                 burst: int = UDP_BURST) -> None:
         super().__init__(name)
         self.counters: UdpCounters = UdpCounters()
         self.group = group
@@ -109,11 +135,12 @@ class UdpMulticast(Link):
         self.interface = interface
         self.loopback = loopback
         self.ttl = ttl
-        self.max_datagram = max_datagram
+        self.max_datagram = mtu + CRC_LEN  # a packet of up to ``mtu`` B and its CRC
         self.send_buffer = send_buffer  # bytes waiting in the send transport before we drop
         self.backoff = backoff if backoff is not None else Backoff()
         # a burst of one request's answers must fit the receivers' socket buffers
-        self.face = Face(name, kind=FaceKind.BROADCAST, crc=True, queue_size=64)
+        self.face = Face(name, kind=FaceKind.BROADCAST, mtu=mtu, crc=True, queue_size=64,
+                         rate=rate, burst=burst)
         self._link_host: LinkHost | None = None
         self._rx: asyncio.DatagramTransport | None = None
         self._tx: asyncio.DatagramTransport | None = None
@@ -205,7 +232,7 @@ class UdpMulticast(Link):
         step = f"cannot listen on {self.address}"
         try:
             rx.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if hasattr(socket, "SO_REUSEPORT"):
+            if hasattr(socket, "SO_REUSEPORT") and not _LINUX:
                 rx.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
             try:
                 rx.bind((self.group, self.port))
@@ -217,6 +244,8 @@ class UdpMulticast(Link):
             step = f"cannot join {self.group} on interface {self.interface}"
             rx.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
                           struct.pack("4s4s", group, iface))
+            if _IP_MULTICAST_ALL is not None:  # hear the group on our interface only
+                rx.setsockopt(socket.IPPROTO_IP, _IP_MULTICAST_ALL, 0)
         except OSError as exc:
             rx.close()
             raise _SetupError(f"{step}: {os_reason(exc)}") from None

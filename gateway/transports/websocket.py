@@ -16,7 +16,9 @@ Choices (:class:`WsSettings`):
   two zlib contexts (tens of KiB) alive. It is negotiated, so peers that offer it
   simply go without.
 * ``max_size`` is 4096 bytes: ample for 120-byte packets, and a peer sending a giant
-  message is refused (the connection closes with 1009, "message too big").
+  message is refused (the connection closes with 1009, "message too big"). The face's
+  MTU (``mtu``, :data:`~gateway.replication.faces.IP_MTU`) bounds the WANT/CHNK
+  vectors the Node takes from a peer; longer messages are dropped and counted there.
 * keepalive pings every 20 s, and a peer whose pong is 20 s late is dropped.
 
 Face names: ``ws:HOST:PORT`` for a server's peer (the peer's address and source port,
@@ -45,7 +47,7 @@ from websockets.exceptions import (
     InvalidURI,
 )
 
-from ..replication.faces import Face, FaceKind
+from ..replication.faces import IP_MTU, Face, FaceKind
 from .base import Backoff, Link, LinkError, LinkHost, Outbox, os_reason
 
 __all__ = ["MAX_MESSAGE", "WebSocketClient", "WebSocketServer", "WsSettings",
@@ -66,6 +68,7 @@ class WsSettings:
     outbox_size: int = 1024  # frames queued per peer before new ones are dropped
     queue_size: int = 512  # the face's send queue in the Node (answers to one request)
     max_size: int = MAX_MESSAGE  # largest message accepted, bytes
+    mtu: int = IP_MTU  # longest packet the Node takes from a peer (a WANT/CHNK vector)
     ping_interval: float | None = 20.0  # keepalive ping every ... s (None: no pings)
     ping_timeout: float | None = 20.0  # drop a peer whose pong is this late
     close_timeout: float = 5.0  # wait this long for the peer's close frame
@@ -106,7 +109,7 @@ class _Peer:
         self._outbox = Outbox(name, self._write, counters, size=link.settings.outbox_size,
                               on_error=self._write_failed)
         counters.connects += 1
-        host.face_up(Face(name, kind=FaceKind.POINT_TO_POINT,
+        host.face_up(Face(name, kind=FaceKind.POINT_TO_POINT, mtu=link.settings.mtu,
                           queue_size=link.settings.queue_size), self._outbox.put)
 
     async def _write(self, frame: bytes) -> None:

@@ -16,6 +16,8 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from nacl.bindings import crypto_core_ed25519_is_valid_point
+
 from .entry import DMX_LEN, FID_LEN, PFX
 from .errors import PacketError
 
@@ -63,6 +65,12 @@ def xor_keys(keys: Sequence[bytes]) -> bytes:
     for key in keys:
         acc ^= int.from_bytes(key, "big")
     return acc.to_bytes(FID_LEN, "big")
+
+
+def plausible_key(key: bytes) -> bool:
+    """Could ``key`` be a feed id? Feed ids are Ed25519 public keys: a valid point of
+    the main subgroup (about 1 in 16 random 32-byte strings passes)."""
+    return len(key) == FID_LEN and bool(crypto_core_ed25519_is_valid_point(bytes(key)))
 
 
 def make_claim(keys_sorted: Sequence[bytes], lo: int, hi: int) -> Claim:

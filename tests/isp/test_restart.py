@@ -120,7 +120,7 @@ def test_crashes_between_writing_and_saving(seed: int) -> None:
     feeds. Nothing is lost, nothing is delivered twice into the inbox, the contract ends
     cleanly."""
     rng = random.Random(seed)
-    crash_on = {name: set(rng.sample(range(1, 400), 12)) for name in ("isp", "c0", "c1")}
+    crash_on = {name: set(rng.sample(range(1, 400), 14)) for name in ("isp", "c0", "c1")}
     w = star(2, seed=seed + 10, crash_on=crash_on)
     run_scenario(w)
     assert w.crashes >= 6

@@ -186,3 +186,37 @@ def test_a_novelty_is_pushed_at_once_without_waiting_for_a_goset_round() -> None
         sent += node.frames_to_send(t)
         t = max(t + 0.01, node.next_deadline() or t + 1.0)
     assert add_crc(Novelty(k.fid).encode()) in [o.frame for o in sent]
+
+
+def _relay_delays(policy, n_entries: int) -> list[float]:
+    """A lone node hears ``n_entries`` posts of one feed (its neighbour is out of the
+    test's hearing, so nobody ever relays its relays on); how long each of its relays
+    waited after the entry came in."""
+    node = Node(MemoryStore(), policy=policy, rng=random.Random(5))
+    node.add_face(RADIO, 0.0)
+    k = key(70)
+    node.follow(k.fid, 0.0)
+    delays: list[float] = []
+    t = 0.0
+    for entry in build_feed(k, [f"post {i}".encode() for i in range(n_entries)]):
+        t += 120.0
+        node.receive(t, "radio", add_crc(entry.packet), snr=0.0)
+        heard, end = t, t + 110.0
+        while t < end:
+            for out in node.frames_to_send(t):
+                if out.kind is FrameKind.ENTRY and out.frame[:-4] == entry.packet:
+                    delays.append(t - heard)
+            t = min(end, max(t + 0.01, node.next_deadline() or end))
+    return delays
+
+
+def test_a_node_whose_relays_nobody_takes_on_lets_others_go_first() -> None:
+    window = DEFAULT.push_window * RADIO.airtime(120)
+    delays = _relay_delays(DEFAULT, 30)
+    assert len(delays) == 30  # it still relays every post (nobody else did)
+    assert delays[0] < window
+    # no echo ever: its relays now wait past the window, where a neighbour whose relays
+    # carry the flood would have gone first and cancelled them
+    assert min(delays[-5:]) > window
+    plain = _relay_delays(DEFAULT.with_(push_echo_weight=0.0), 30)
+    assert max(plain) < window

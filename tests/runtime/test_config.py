@@ -38,12 +38,16 @@ connect = ["ws://peer.example:8989"]
 [udp]
 interface = "127.0.0.1"
 loopback = true
+rate = 10
+burst = 2
 [serial]
 port = "/dev/ttyACM0"
 profile = "EU868.a"
 duty_cycle = 0.1
 [ble]
 address = "AA:BB:CC:DD:EE:FF"
+[isp]
+farewell_timeout = 60
 """), required=True)
     assert cfg.name == "roof" and cfg.status_interval == 2
     assert cfg.capture is not None and cfg.capture.name == "cap.cbor"
@@ -51,9 +55,11 @@ address = "AA:BB:CC:DD:EE:FF"
     assert cfg.ws_listen == [("0.0.0.0", 8080), ("127.0.0.1", 9000)]
     assert cfg.ws_connect == ["ws://peer.example:8989"]
     assert cfg.udp is not None and cfg.udp.interface == "127.0.0.1" and cfg.udp.loopback
+    assert cfg.udp.rate == 10.0 and cfg.udp.burst == 2
     assert cfg.serial is not None and cfg.serial.params.bandwidth_hz == 125_000
     assert cfg.serial.duty_cycle == 0.1
     assert cfg.ble is not None and cfg.ble.address == "AA:BB:CC:DD:EE:FF"
+    assert cfg.isp_farewell_timeout == 60.0
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -61,6 +67,9 @@ address = "AA:BB:CC:DD:EE:FF"
     ('[websocket]\n\nlistn = [1]\n', "gateway.toml:3: websocket.listn: unknown key 'listn'"),
     ('[udp]\nport = 70000\n', "gateway.toml:2: udp.port: a port is 1..65535"),
     ('[udp]\nloopback = "yes"\n', "gateway.toml:2: udp.loopback: expected bool"),
+    ('[isp]\nfarewell_timeout = 0\n', "gateway.toml:2: isp.farewell_timeout: must be between 1"),
+    ('[udp]\nburst = 0\n', "gateway.toml:2: udp.burst: must be a whole number from 1"),
+    ('[udp]\nrate = -1\n', "gateway.toml:2: udp.rate: must be between 0 and"),
     ('[serial]\nport = "/dev/x"\nprofile = "EU999"\n',
      "gateway.toml:3: serial.profile: unknown radio profile 'EU999'"),
     ('[websocket]\nconnect = ["http://x:1"]\n', ("gateway.toml:2: websocket.connect: not a "

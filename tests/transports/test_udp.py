@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import json
 import os
+import shutil
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from gateway.replication.faces import FaceKind
+from gateway.replication.faces import IP_MTU, FaceKind
 from gateway.transports.base import Backoff, LinkError
-from gateway.transports.udp import UdpMulticast
+from gateway.transports.udp import UDP_BURST, UDP_RATE, UdpMulticast
 
 from .test_websocket import FakeHost, run
 
@@ -48,6 +53,7 @@ def test_two_links_exchange_datagrams_and_ignore_their_own() -> None:
         await b.start(b_host)
         face = a_host.faces["udp-a"]
         assert face.crc is True and face.kind is FaceKind.BROADCAST
+        assert (face.rate, face.burst, face.mtu) == (UDP_RATE, UDP_BURST, IP_MTU)
         assert a_host.sends["udp-a"](b"A" * 124)
         await b_host.until(lambda: b_host.frames == [("udp-b", b"A" * 124)])
         assert b_host.sends["udp-b"](b"B" * 124)
@@ -69,13 +75,13 @@ def test_oversize_and_empty_datagrams_dropped() -> None:
         link, host = lo_link(), FakeHost()
         await link.start(host)
         with lo_sender() as s:
-            s.sendto(b"x" * 257, (GROUP, link.port))
+            s.sendto(b"x" * (link.max_datagram + 1), (GROUP, link.port))
             s.sendto(b"", (GROUP, link.port))
-            s.sendto(b"y" * 256, (GROUP, link.port))
+            s.sendto(b"y" * link.max_datagram, (GROUP, link.port))
             await host.until(lambda: len(host.frames) == 1)
-        assert host.frames == [("udp", b"y" * 256)]
+        assert host.frames == [("udp", b"y" * link.max_datagram)]
         assert link.counters.dropped_in == 2 and link.counters.own_echoes == 0
-        assert not link.send(b"z" * 257) and link.counters.dropped_out == 1
+        assert not link.send(b"z" * (link.max_datagram + 1)) and link.counters.dropped_out == 1
         await link.close()
     run(go)
 
@@ -142,3 +148,23 @@ def test_close_while_reopening_takes_the_face_down_once() -> None:
         d = link.describe()
         assert (d["state"], d["peers"], d["source"]) == ("closed", [], None)
     run(go)
+
+
+def test_a_face_on_loopback_ignores_the_group_on_another_interface() -> None:
+    """Issue 15 item 4: bound to 127.0.0.1, the link hears nothing that arrives on
+    another interface, although a program there joined the group on the same port.
+    Runs in a fresh user and network namespace with a veth pair standing for eth0
+    (tests/transports/netns_udp_child.py), so nothing touches the host's network."""
+    unshare = shutil.which("unshare")
+    if unshare is None or not sys.platform.startswith("linux"):
+        pytest.skip("needs Linux and unshare(1) for a private network namespace")
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([unshare, "-rn", sys.executable, "-m",
+                           "tests.transports.netns_udp_child"], cwd=root,
+                          capture_output=True, text=True, timeout=60, check=False)
+    if done.returncode == 3 or (done.returncode and "unshare" in done.stderr):
+        pytest.skip(f"cannot set up a network namespace here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    heard = json.loads(done.stdout.strip().splitlines()[-1])
+    assert heard["eth0"] == ["from-eth0"]  # the datagram did reach the host on "eth0"
+    assert heard["link"] == ["from-lo"]  # ... but not our loopback face
