@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import logging
+import os
 import signal
 import sys
 import time
@@ -48,6 +50,12 @@ def run_overrides(args: argparse.Namespace) -> list[Override]:
     o += [Override("--ws-listen", ("websocket", "listen"), v, append=True)
           for v in args.ws_listen]
     o += [Override("--connect", ("websocket", "connect"), v, append=True) for v in args.connect]
+    for flag, key, values in (("--secure-listen", "listen", args.secure_listen),
+                              ("--secure-connect", "connect", args.secure_connect),
+                              ("--secure-allow", "allow", args.secure_allow)):
+        o += [Override(flag, ("secure", key), v, append=True) for v in values]
+    if args.network_key:
+        o.append(Override("--network-key", ("secure", "network_key"), args.network_key))
     if args.udp or args.udp_interface or args.udp_loopback:
         o.append(Override("--udp", ("udp", "enabled"), True))
     if args.udp_interface:
@@ -76,8 +84,17 @@ def gateway_config(args: argparse.Namespace, root: Path) -> GatewayConfig:
     """The config file (``--config`` or the data dir's), then the flags on top."""
     path = Path(args.config).expanduser() if args.config else root / CONFIG_FILE
     cfg = load_config(path, required=args.config is not None, overrides=run_overrides(args))
+    try:
+        cfg.secure.check()
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     cfg.set_policy(args.policy)
     return cfg
+
+
+def cmd_network_key(args: argparse.Namespace, user_error: UserErrorFactory, root: Path) -> int:
+    print(base64.b64encode(os.urandom(32)).decode())
+    return 0
 
 
 def cmd_run(args: argparse.Namespace, user_error: UserErrorFactory, root: Path, *,
@@ -91,6 +108,7 @@ def cmd_run(args: argparse.Namespace, user_error: UserErrorFactory, root: Path, 
         raise user_error(str(exc)) from None
     if not cfg.has_faces():
         raise user_error("no links to run: give --ws-listen PORT, --connect ws://HOST:PORT, "
+                         "--secure-listen PORT, --secure-connect HOST:PORT@ID, "
                          f"--udp, --serial PORT or --ble, or write {root / CONFIG_FILE} "
                          "(`tinyssb run --example-config` prints one)")
     if cfg.capture is not None and not cfg.capture.parent.is_dir():
@@ -190,6 +208,12 @@ def add_gateway_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     sp.set_defaults(func=bind(cmd_run))
     add_run_arguments(sp)
 
+    help_key = "print a fresh random network key for a deployment's secure links"
+    sp = sub.add_parser("network-key", help=help_key, description=help_key + ": put it in "
+                        "[secure] network_key of every gateway of the deployment "
+                        "(docs/gateway.md)")
+    sp.set_defaults(func=bind(cmd_network_key))
+
     help_status = "show a running gateway's faces, peers and feed counts"
     sp = sub.add_parser("status", help=help_status, description=help_status)
     sp.set_defaults(func=bind(cmd_status))
@@ -208,6 +232,15 @@ def add_run_arguments(sp: argparse.ArgumentParser) -> None:
                     help="accept WebSocket peers on PORT (repeatable)")
     sp.add_argument("--connect", action="append", default=[], metavar="ws://HOST:PORT",
                     help="connect to a WebSocket peer (repeatable)")
+    sp.add_argument("--secure-listen", action="append", default=[], metavar="[HOST:]PORT",
+                    help="accept secure (SHS + box stream) peers on PORT (repeatable)")
+    sp.add_argument("--secure-connect", action="append", default=[], metavar="HOST:PORT@ID",
+                    help="connect to a secure peer that must prove identity ID (repeatable)")
+    sp.add_argument("--secure-allow", action="append", default=[], metavar="ID",
+                    help="a peer identity that may connect to --secure-listen (repeatable)")
+    sp.add_argument("--network-key", metavar="KEY",
+                    help="the deployment's network key for secure links (64 hex digits or "
+                    "base64; default: the tinySSB default key)")
     sp.add_argument("--udp", action="store_true", help="join UDP multicast 239.5.5.8:1558")
     sp.add_argument("--udp-interface", metavar="ADDR",
                     help="local address of the multicast interface (implies --udp)")

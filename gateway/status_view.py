@@ -17,6 +17,13 @@ from rich.text import Text
 __all__ = ["status_view"]
 
 
+def _peers(link: dict[str, Any]) -> str:
+    """A link's peers; a secure link's with the identity each proved."""
+    ids = link.get("identities") or {}
+    return ", ".join(f"{p} {ids[p]}" if p in ids else p
+                     for p in link.get("peers", [])) or "no peers"
+
+
 def _ago(seconds: float | None) -> str:
     if seconds is None:
         return "never"
@@ -74,8 +81,7 @@ def status_view(st: dict[str, Any]) -> Group:
     if not st["faces"]:
         table.add_row("(no faces open)", "", "", "", "", "", "", "")
     links = Text("\n".join(
-        f"link {link['name']}: {link.get('state', '?')}, "
-        f"{', '.join(link.get('peers', [])) or 'no peers'}" for link in st["links"]))
+        f"link {link['name']}: {link.get('state', '?')}, {_peers(link)}" for link in st["links"]))
     parts: list[Any] = [head, table, links]
     if st.get("capture"):
         parts.append(Text(f"capture: {st['capture']}"))

@@ -19,6 +19,8 @@ from ..replication.policy import Policy, policy_from_mapping
 from ..tomllines import TomlLines
 from ..wire.lora import LoRaParams, profile
 from .schema import GatewaySettings, Override, parse_listen, problems
+from .secure_config import EXAMPLE_TABLE as SECURE_EXAMPLE
+from .secure_config import SecureConfig, secure_config
 
 __all__ = [
     "CONFIG_FILE",
@@ -75,7 +77,8 @@ farewell_timeout = 300.0  # seconds of silence from a contract's peer after whic
 enabled = false           # BLE central: connect to tinySSB peripherals
 address = ""              # one device ("" = scan for the tinySSB service)
 max_peers = 4
-"""
+
+""" + SECURE_EXAMPLE
 
 
 class ConfigError(Exception):
@@ -127,10 +130,12 @@ class GatewayConfig:
     serial: SerialConfig | None = None
     ble: BleConfig | None = None
     isp_farewell_timeout: float = 300.0
+    secure: SecureConfig = field(default_factory=SecureConfig)
     source: str = "(flags)"
 
     def has_faces(self) -> bool:
-        return bool(self.ws_listen or self.ws_connect or self.udp or self.serial or self.ble)
+        return bool(self.ws_listen or self.ws_connect or self.udp or self.serial or self.ble
+                    or self.secure.active())
 
     def auto_preset(self) -> str:
         """Without a preset named: ``default`` (tuned for radio airtime) when a LoRa dongle
@@ -226,4 +231,5 @@ def _to_config(s: GatewaySettings, source: str) -> GatewayConfig:
                                   s.serial.duty_cycle, s.serial.power)
     if s.ble is not None and s.ble.enabled:
         cfg.ble = BleConfig(s.ble.address or None, s.ble.max_peers)
+    cfg.secure = secure_config(s.secure)
     return cfg

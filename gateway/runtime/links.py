@@ -16,6 +16,13 @@ def build_links(cfg: GatewayConfig) -> list[Link]:
         from ..transports.websocket import WebSocketClient, WebSocketServer
 
         links.extend(WebSocketServer(port, host) for host, port in cfg.ws_listen)
+    sec = cfg.secure
+    if sec.active():
+        from ..transports.secure import SecureClient, SecureServer, SecureSettings
+
+        settings = SecureSettings(handshake_timeout=sec.handshake_timeout)
+        links.extend(SecureServer(port, host, network_key=sec.network_key, allow=sec.allowed(),
+                                  settings=settings) for host, port in sec.listen)
     if cfg.udp is not None:
         from ..transports.udp import UdpMulticast
 
@@ -34,4 +41,7 @@ def build_links(cfg: GatewayConfig) -> list[Link]:
         links.append(BleCentral(cfg.ble.address, max_peers=cfg.ble.max_peers))
     if cfg.ws_connect:
         links.extend(WebSocketClient(url) for url in cfg.ws_connect)
+    if sec.connect:
+        links.extend(SecureClient(p.host, p.port, p.peer, network_key=sec.network_key,
+                                  settings=settings) for p in sec.connect)
     return links

@@ -158,6 +158,37 @@ class IspTable(_Table):
     farewell_timeout: Annotated[float, _between(1.0, 30 * 86400.0)] = 300.0
 
 
+def _secure_peer(text: str) -> str:
+    from .secure_config import parse_secure_peer
+
+    parse_secure_peer(text)  # the check; the runtime config keeps the parsed peer
+    return text
+
+
+def _allowed(text: str) -> str:
+    from .secure_config import parse_allowed
+
+    parse_allowed(text)
+    return text
+
+
+def _network_key(text: str) -> str:
+    from ..secure.netkey import parse_network_key
+
+    if text:
+        parse_network_key(text)
+    return text
+
+
+class SecureTable(_Table):
+    listen: list[Annotated[int | str, AfterValidator(_listen)]] = []
+    connect: list[Annotated[str, AfterValidator(_secure_peer)]] = []
+    network_key: Annotated[str, AfterValidator(_network_key)] = ""  # "": the default key
+    allow: list[Annotated[str, AfterValidator(_allowed)]] = []
+    allow_any: bool = False
+    handshake_timeout: Annotated[float, _between(0.1, 600)] = 10.0
+
+
 class GatewaySettings(_Table):
     name: str = "gateway"
     status_interval: Annotated[float, _between(0, 86400)] = 10.0
@@ -169,6 +200,7 @@ class GatewaySettings(_Table):
     serial: SerialTable | None = None
     ble: BleTable | None = None
     isp: IspTable = IspTable()
+    secure: SecureTable = SecureTable()
 
 
 # --- flags and errors -----------------------------------------------------------------------
