@@ -17,27 +17,33 @@ give to ``tinyssb run --serial``, and runs the rest of the mesh in real time.
 from __future__ import annotations
 
 import argparse
+import json
+import logging
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gateway.capture import ZSTD_SUFFIX
+from gateway.errors import UserError
 from gateway.replication.policy import PRESETS
 
+from .estimate import capture_bytes
 from .realtime import DongleBridge
 from .runner import CaptureSinks, build, capture_meta, run_scenario
 from .scenario import Scenario, ScenarioError, load_scenario, shipped_scenarios
-from .summary import format_summary
+from .summary import format_summary, summary_json
 
 __all__ = ["add_sim_commands", "parse_duration"]
+
+log = logging.getLogger("tinyssb.sim")
+WARN_BYTES = 500_000_000  # a capture this large gets a warning before the run
 
 Command = Callable[[argparse.Namespace], int]
 
 
 def _user_error(message: str) -> Exception:
-    from gateway.cli import UserError  # imported late: gateway.cli imports this module
-
     return UserError(message)
 
 
@@ -84,6 +90,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         s = load_scenario(name)
         rows.append((name, str(len(s.nodes)), f"{s.duration / 3600:g} h", s.radio.profile,
                      s.description))
+    if args.json:
+        print(json.dumps([{"name": s.name, "nodes": len(s.nodes), "duration_s": s.duration,
+                           "profile": s.radio.profile, "description": s.description}
+                          for s in map(load_scenario, shipped_scenarios())], indent=2))
+        return 0
     head = ("scenario", "nodes", "duration", "radio", "description")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
     for row in [head, *rows]:
@@ -121,18 +132,41 @@ def cmd_run(args: argparse.Namespace) -> int:
     scenario = _scenario(args)
     seed = scenario.seed if args.seed is None else args.seed
     policy = args.policy or scenario.policy
-    out = Path(args.out) if args.out else Path(f"{scenario.name}-{policy}-seed{seed}.cbor")
-    if not out.parent.is_dir():
-        raise _user_error(f"cannot write capture {out}: no directory {out.parent}")
+    out: Path | None = None
+    if not args.no_capture:
+        out = Path(args.out) if args.out else Path(f"{scenario.name}-{policy}-seed{seed}.cbor")
+        if not out.parent.is_dir():
+            raise _user_error(f"cannot write capture {out}: no directory {out.parent}")
+        _warn_size(scenario, out)
     progress = VirtualProgress(scenario.duration, scenario.name)
     try:
         summary = run_scenario(scenario, out, seed=seed, policy=policy, progress=progress,
                                isp_direct=args.direct)
     finally:
         progress.close()
+    if args.json:
+        print(json.dumps({**summary_json(summary),
+                          "capture": str(out) if out is not None else None}, indent=2))
+        return 0
     print(format_summary(summary))
-    print(f"\ncapture: {out}")
+    if out is not None:
+        print(f"\ncapture: {out}")
     return 0
+
+
+def _warn_size(scenario: Scenario, out: Path) -> None:
+    """Say so before a run writes a large capture, and how to make it smaller."""
+    size = capture_bytes(scenario)
+    if size is None:
+        return
+    compressed = out.name.endswith(ZSTD_SUFFIX)
+    if compressed:
+        size //= 10  # zstd takes captures to about a tenth
+    if size >= WARN_BYTES:
+        hint = "" if compressed else (f"; name it {out.name}{ZSTD_SUFFIX} to compress it "
+                                      "to about a tenth, or pass --no-capture")
+        log.warning("%s will write a capture of about %.1f GB to %s (its radios at their "
+                    "duty-cycle limit)%s", scenario.name, size / 1e9, out, hint)
 
 
 # --- sim dongle -----------------------------------------------------------------------
@@ -190,7 +224,8 @@ def add_sim_commands(sub: Any) -> None:
         p.set_defaults(func=_guard(func))
         return p
 
-    add("list", cmd_list, "list the shipped scenarios")
+    add("list", cmd_list, "list the shipped scenarios").add_argument(
+        "--json", action="store_true", help="machine-readable output")
     policies = sorted(PRESETS)
     commands: list[tuple[str, Command, str]] = [
         ("run", cmd_run,
@@ -210,7 +245,12 @@ def add_sim_commands(sub: Any) -> None:
                        help="virtual seconds to run (or 90m, 24h; default: the scenario's)")
         if name == "run":
             p.add_argument("--out", "-o", metavar="FILE",
-                           help="capture file (default: SCENARIO-POLICY-seedN.cbor here)")
+                           help="capture file (default: SCENARIO-POLICY-seedN.cbor here); "
+                                "a name ending in .zst is written zstd-compressed")
+            p.add_argument("--no-capture", action="store_true",
+                           help="write no capture, only print the summary")
+            p.add_argument("--json", action="store_true",
+                           help="print the summary as JSON")
             p.add_argument("--direct", action="store_true",
                            help="for a scenario with an [isp] table: no ISP, every chat on "
                                 "a plain feed replicated through the GOSET (the baseline)")

@@ -44,6 +44,9 @@ __all__ = [
 ]
 
 FULL_FRAME = 124  # a 120-byte packet and its CRC32 trailer
+REFERENCE_TX_POWER_DBM = 20
+"""What the reference firmware transmits with, in every region: the simulator's default
+(the gateway's profiles default to the region's legal power instead)."""
 LAYOUTS = ("line", "grid", "random", "explicit")
 RADIOS = ("lora", "ble")
 
@@ -370,10 +373,10 @@ class _Parser:
         cr = t.integer("cr", None, 5, 8)
         if cr is not None:
             overrides["cr"] = cr
-        power = t.integer("tx_power", None, -9, 22)
-        if power is not None:
-            overrides["tx_power_dbm"] = power
-        params = replace(base, **overrides) if overrides else base
+        # the mesh the simulator models is the reference firmware's, which transmits at
+        # 20 dBm whatever the region; a scenario may set another power
+        overrides["tx_power_dbm"] = t.integer("tx_power", REFERENCE_TX_POWER_DBM, -9, 22)
+        params = replace(base, **overrides)
         duty = t.number("duty_cycle", 0.01, 0.0, 1.0)
         window = t.seconds("duty_window", 3600.0, positive=True)
         if duty and airtime(params, FULL_FRAME) > duty * window:

@@ -14,13 +14,13 @@ is the time of the last store record that completed the picture.
 from __future__ import annotations
 
 import os
-import statistics
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.capture import Direction, Record, read_capture
+from gateway.stats import percentile
 
 __all__ = ["Convergence", "Summary", "SummaryBuilder", "convergence", "format_summary",
            "summarize"]
@@ -156,6 +156,27 @@ def _seconds(t: float | None) -> str:
     return f"{t:.1f} s"
 
 
+def summary_json(s: Summary) -> dict[str, Any]:
+    """What :func:`format_summary` prints, as numbers (``tinyssb sim run --json``)."""
+    c = s.convergence
+    lat = sorted(c.latencies)
+    meta = {k: v.hex() if isinstance(v, bytes) else v for k, v in s.meta.items()
+            if k not in ("format", "version")}
+    return {
+        "meta": meta,
+        "converged": c.converged, "convergence_t": c.time,
+        "last_publication_t": c.last_publication, "nodes": c.nodes,
+        "nodes_complete": c.nodes_complete, "entries": c.entries, "held_pairs": c.held,
+        "share": c.share,
+        "spread": ({"median": percentile(lat, 0.5), "p95": percentile(lat, 0.95),
+                    "max": lat[-1], "entries": len(lat)} if lat else None),
+        "tx": {kind: {"frames": s.tx_frames[kind], "airtime_s": s.tx_airtime.get(kind, 0.0),
+                      "bytes": s.tx_bytes[kind]} for kind in sorted(s.tx_frames)},
+        "rx_frames": s.rx_frames, "drops": dict(s.drops), "end_t": s.end,
+        "notes": list(s.notes),
+    }
+
+
 def format_summary(s: Summary) -> str:
     """The summary table printed at the end of ``tinyssb sim run``."""
     m, c = s.meta, s.convergence
@@ -171,9 +192,9 @@ def format_summary(s: Summary) -> str:
                      f"{c.share:.1%} of (node, entry) pairs complete")
     if c.latencies:
         lat = sorted(c.latencies)
-        p95 = lat[min(len(lat) - 1, int(0.95 * len(lat)))]
         lines.append(f"entry spread (publication -> last node): median "
-                     f"{statistics.median(lat):.1f} s, p95 {p95:.1f} s, max {lat[-1]:.1f} s "
+                     f"{percentile(lat, 0.5):.1f} s, p95 {percentile(lat, 0.95):.1f} s, "
+                     f"max {lat[-1]:.1f} s "
                      f"over {len(lat)} of {c.entries} entries")
     lines.append("")
     lines.append(f"{'kind':<10} {'frames':>9} {'airtime s':>11} {'bytes':>11}")

@@ -16,6 +16,8 @@ from . import __version__
 from .cli_gateway import add_gateway_commands
 from .cli_isp import add_isp_commands
 from .cli_verify import add_verify_command
+from .errors import EXIT_USER_ERROR, UserError
+from .logsetup import setup_logging
 from .render import render_content
 from .runtime.control import ControlError
 from .runtime.control import request as control_request
@@ -28,16 +30,11 @@ from .wire import bipf
 from .wire.entry import FeedKey, chunks_needed
 from .wire.errors import WireError
 from .wire.ident import format_id, parse_id
-from .wire.lora import PROFILES
+from .wire.lora import PROFILES, check_power, power_limit, power_limit_at
 
 log = logging.getLogger("tinyssb")
 
 DEFAULT_DATA = "~/.tinyssb"
-EXIT_USER_ERROR = 2
-
-
-class UserError(Exception):
-    """A mistake at the keyboard: printed as one line, exit code 2."""
 
 
 def data_dir(args: argparse.Namespace) -> Path:
@@ -89,7 +86,10 @@ def cmd_id(args: argparse.Namespace) -> int:
     key, created = load_or_create_key(root)
     if created:
         log.info("created a new identity in %s", root / KEY_FILE)
-    print(key.fid.hex() if args.hex else format_id(key.fid))
+    if args.json:
+        print(json.dumps({"id": format_id(key.fid), "hex": key.fid.hex(), "created": created}))
+    else:
+        print(key.fid.hex() if args.hex else format_id(key.fid))
     return 0
 
 
@@ -102,13 +102,20 @@ def cmd_publish(args: argparse.Namespace) -> int:
     if args.text is not None and args.file is not None:
         raise UserError("give either TEXT or --file, not both")
     if args.text is not None:
-        content = tav_post(args.text, time.time())
+        source = "TEXT"
+        content = tav_post(args.text, time.time()) if args.text or args.allow_empty else b""
     elif args.file is not None:
+        source = "stdin" if args.file == "-" else args.file
         content = _read_input(args.file)
     elif not sys.stdin.isatty():
+        source = "stdin"
         content = sys.stdin.buffer.read()
     else:
         raise UserError("nothing to publish: give TEXT, --file FILE or pipe content to stdin")
+    if not content and not args.allow_empty:
+        # cron or ssh without a terminal: an empty stdin would append an empty entry per run
+        raise UserError(f"nothing to publish: {source} is empty; pass --allow-empty to "
+                        "publish an empty entry anyway")
     root = ensure_data_dir(args)
     key, created = load_or_create_key(root)
     if created:
@@ -123,10 +130,19 @@ def cmd_publish(args: argparse.Namespace) -> int:
                                             "content": base64.b64encode(content).decode()})
         except ControlError as exc:
             raise UserError(str(exc)) from None
-        print(answer["seq"])
+        _print_published(args, answer["seq"], key.fid, len(content), via_gateway=True)
         return 0
-    print(entry.seq)
+    _print_published(args, entry.seq, key.fid, len(content), via_gateway=False)
     return 0
+
+
+def _print_published(args: argparse.Namespace, seq: int, fid: bytes, size: int, *,
+                     via_gateway: bool) -> None:
+    if args.json:
+        print(json.dumps({"id": format_id(fid), "seq": seq, "bytes": size,
+                          "via_gateway": via_gateway}))
+    else:
+        print(seq)
 
 
 def _read_input(name: str) -> bytes:
@@ -190,11 +206,28 @@ def cmd_cat(args: argparse.Namespace) -> int:
                                 f"not {args.seq}")
             if args.raw and store.read_content(fid, args.seq) is None:
                 raise UserError(f"entry {args.seq} is not complete yet (side chain missing)")
-            _show_entry(store, fid, args.seq, args.raw)
+        seqs = [args.seq] if args.seq is not None else list(range(1, length + 1))
+        if args.json:
+            print(json.dumps([_entry_json(store, fid, seq) for seq in seqs], indent=2))
             return 0
-        for seq in range(1, length + 1):
+        for seq in seqs:
             _show_entry(store, fid, seq, args.raw)
     return 0
+
+
+def _entry_json(store: FeedStore, fid: bytes, seq: int) -> dict[str, object]:
+    content = store.read_content(fid, seq)
+    packet = store.read_packet(fid, seq)
+    row: dict[str, object] = {"feed": format_id(fid), "seq": seq,
+                              "complete": content is not None,
+                              "chunks": chunks_needed(packet) if packet else 0}
+    if content is None:
+        have = next(((h, n) for s, h, n in store.info(fid).incomplete if s == seq), None)
+        row["chunks_held"] = have[0] if have else 0
+        return row
+    row.update(bytes=len(content), content_base64=base64.b64encode(content).decode(),
+               text=render_content(content))
+    return row
 
 
 def cmd_follow(args: argparse.Namespace) -> int:
@@ -304,6 +337,46 @@ def cmd_dongle_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def candidate_ports() -> list[str]:
+    """USB serial ports (the ones pyserial knows a USB id for), stable names first."""
+    from serial.tools import list_ports
+
+    ports = [p.device for p in list_ports.comports() if p.hwid and p.hwid != "n/a"]
+    by_id = Path("/dev/serial/by-id")
+    stable = sorted(str(p) for p in by_id.iterdir()) if by_id.is_dir() else []
+    seen = {os.path.realpath(p) for p in stable}
+    return stable + [p for p in ports if os.path.realpath(p) not in seen]
+
+
+def cmd_dongle_detect(args: argparse.Namespace) -> int:
+    ports = args.port or candidate_ports()
+    found: list[DongleInfo] = []
+    missed: list[tuple[str, str]] = []
+    for port in ports:
+        try:
+            found.append(read_info(port, board=args.board, timeout=args.timeout))
+        except DongleLinkError as exc:
+            missed.append((port, str(exc)))
+    if args.json:
+        print(json.dumps({"dongles": [dongle_info_json(i) for i in found],
+                          "not_dongles": [{"port": p, "why": w} for p, w in missed]},
+                         indent=2))
+        return 0 if found else 1
+    for info in found:
+        r = info.radio
+        names = ", ".join(matching_profiles(r)) or "custom settings"
+        print(f"{info.port}: {info.identity.board} ({info.identity.chip}), firmware "
+              f"{info.identity.firmware}, {r.frequency_hz / 1e6:.4f} MHz SF{r.sf} "
+              f"{r.bandwidth_hz / 1e3:g} kHz {r.tx_power_dbm} dBm ({names})")
+    for port, why in missed:
+        log.info("%s: %s", port, why)
+    if not found:
+        tried = ", ".join(ports) or "none (no USB serial port found)"
+        print(f"no dongle answered; ports tried: {tried}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def dongle_changes(args: argparse.Namespace) -> list[tuple[Cmd, int]]:
     """The settings `dongle set` sends: the profile's, then the single options."""
     values: dict[Cmd, int] = {}
@@ -312,6 +385,11 @@ def dongle_changes(args: argparse.Namespace) -> list[tuple[Cmd, int]]:
             raise UserError(f"unknown profile {args.profile!r}; `tinyssb dongle profiles` "
                             "lists them")
         values.update(RadioConfig.from_params(PROFILES[args.profile]).settings())
+        if args.power is not None:
+            try:
+                check_power(args.profile, args.power)
+            except ValueError as exc:
+                raise UserError(f"--power {exc}") from None
     for cmd, value in ((Cmd.FREQUENCY, args.frequency), (Cmd.BANDWIDTH, args.bandwidth),
                        (Cmd.SF, args.sf), (Cmd.CR, args.cr), (Cmd.SYNC_WORD, args.sync),
                        (Cmd.TX_POWER, args.power), (Cmd.PREAMBLE, args.preamble)):
@@ -327,6 +405,8 @@ def cmd_dongle_set(args: argparse.Namespace) -> int:
         raise UserError("nothing to set: give --profile or a setting (see "
                         "`tinyssb dongle set --help`)")
     port = dongle_port(args)
+    if args.power is not None and args.profile is None:
+        _check_dongle_power(args, port)
     try:
         info = apply_settings(port, changes, duty_permille=args.duty,
                               duty_window_ms=args.duty_window, radio_on=radio,
@@ -337,19 +417,39 @@ def cmd_dongle_set(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_dongle_power(args: argparse.Namespace, port: str) -> None:
+    """``--power`` without ``--profile``: within the limit of the region of the frequency
+    given, or of the one the dongle is on."""
+    frequency = args.frequency
+    if frequency is None:
+        try:
+            frequency = read_info(port, board=args.board, timeout=args.timeout).radio.frequency_hz
+        except DongleLinkError as exc:
+            raise UserError(str(exc)) from None
+    limit = power_limit_at(frequency)
+    if limit is not None and args.power > limit.max_dbm:
+        raise UserError(f"--power {args.power} dBm is above the legal limit of "
+                        f"{limit.max_dbm} dBm at {frequency / 1e6:.4f} MHz ({limit.rule}); "
+                        f"use {limit.max_dbm} or less")
+
+
 def cmd_dongle_profiles(args: argparse.Namespace) -> int:
     rows: list[dict[str, object]] = []
     lines = [(f"{'profile':<16} {'MHz':>8} {'kHz':>4} {'SF':>3} {'CR':>4} {'sync':>5} "
-             f"{'124 B on air':>13} {'per hour at 1%':>15}")]
+             f"{'dBm':>4} {'max':>4} {'124 B on air':>13} {'per hour at 1%':>15}")]
     for name, p in PROFILES.items():
         airtime_ms = p.airtime(FULL_FRAME) * 1000
         per_hour = int(36_000 // airtime_ms)
+        limit = power_limit(name)
         rows.append({"name": name, "frequency_hz": p.frequency_hz,
                      "bandwidth_hz": p.bandwidth_hz, "sf": p.sf, "cr": p.cr,
-                     "sync_word": p.sync_word, "airtime_124_ms": round(airtime_ms, 3),
+                     "sync_word": p.sync_word, "tx_power_dbm": p.tx_power_dbm,
+                     "max_tx_power_dbm": limit.max_dbm, "power_rule": limit.rule,
+                     "airtime_124_ms": round(airtime_ms, 3),
                      "frames_per_hour_1pct": per_hour})
         lines.append(f"{name:<16} {p.frequency_hz / 1e6:>8.1f} {p.bandwidth_hz // 1000:>4} "
                      f"{p.sf:>3} {'4/' + str(p.cr):>4} {p.sync_word:>#5x} "
+                     f"{p.tx_power_dbm:>4} {limit.max_dbm:>4} "
                      f"{airtime_ms:>10.1f} ms {per_hour:>15}")
     print(json.dumps(rows, indent=2) if args.json else "\n".join(lines))
     return 0
@@ -394,12 +494,16 @@ def add_dongle_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     dsub = dp.add_subparsers(dest="dongle_command", required=True, metavar="SUBCOMMAND")
 
     def add(name: str, func: Callable[[argparse.Namespace], int], help: str,
-            port: bool = True) -> argparse.ArgumentParser:
+            port: bool = True, many: bool = False) -> argparse.ArgumentParser:
         sp = dsub.add_parser(name, help=help, description=help)
         sp.set_defaults(func=func)
-        if port:
+        if many:
+            sp.add_argument("--port", "-p", metavar="DEVICE", action="append",
+                            help="try this port (repeatable; default: every USB serial port)")
+        elif port:
             sp.add_argument("--port", "-p", metavar="DEVICE",
                             help=f"serial device, e.g. /dev/ttyUSB0 (default: ${DONGLE_ENV})")
+        if port or many:
             sp.add_argument("--board", metavar="BOARD",
                             help="board id (hardware/boards/BOARD.json) for its reset wiring; "
                                  "default: keep DTR and RTS deasserted")
@@ -408,6 +512,9 @@ def add_dongle_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         sp.add_argument("--json", action="store_true", help="machine-readable output")
         return sp
 
+    add("detect", cmd_dongle_detect, "find dongles: send the DETECT handshake to each USB "
+        "serial port (or each --port) and list those that answer, with board and radio",
+        port=False, many=True)
     add("info", cmd_dongle_info, "show firmware, board, radio settings, duty-cycle budget "
         "and counters of a dongle")
     sp = add("set", cmd_dongle_set, "change radio settings of a dongle (each one is read "
@@ -424,7 +531,8 @@ def add_dongle_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     sp.add_argument("--cr", type=_int_arg(5, 8, "coding rate"), metavar="N",
                     help="coding-rate denominator 5..8 (5 = 4/5)")
     sp.add_argument("--power", type=_int_arg(-9, 22, "tx power"), metavar="DBM",
-                    help="transmit power in dBm (-9..22 on SX1262, 2..20 on SX1276)")
+                    help="transmit power in dBm (-9..22 on SX1262, 2..20 on SX1276); with "
+                         "--profile, at most the region's legal limit (14 on EU868)")
     sp.add_argument("--sync", type=_int_arg(0, 255, "sync word"), metavar="BYTE",
                     help="sync word, SX127x register value (tinySSB: 0x58)")
     sp.add_argument("--preamble", type=_int_arg(6, 65535, "preamble"), metavar="N",
@@ -450,7 +558,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", default=os.environ.get("TINYSSB_DATA", DEFAULT_DATA),
                    help="data directory (default: $TINYSSB_DATA or ~/.tinyssb)")
     p.add_argument("-v", "--verbose", action="count", default=0,
-                   help="more log output (-vv for debug)")
+                   help="more log output: -v entries, -vv frames and debug, -vvv also the "
+                        "libraries' debug lines")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, func: Callable[[argparse.Namespace], int], help: str
@@ -461,12 +570,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("id", cmd_id, "print this node's feed id (created on first use)")
     sp.add_argument("--hex", action="store_true", help="print 64 hex digits instead")
+    sp.add_argument("--json", action="store_true", help="machine-readable output")
 
     sp = add("publish", cmd_publish, "append an entry to your own feed; prints its seq")
     sp.add_argument("text", nargs="?", help='text, published as a post ["TAV", [], TEXT, null, '
                     "unix time]")
     sp.add_argument("--file", "-f", metavar="FILE",
                     help="publish the raw bytes of FILE ('-' for stdin)")
+    sp.add_argument("--allow-empty", action="store_true",
+                    help="publish even when the content (TEXT, FILE or stdin) is empty")
+    sp.add_argument("--json", action="store_true", help="machine-readable output")
 
     sp = add("feeds", cmd_feeds, "list the feeds held, with their length")
     sp.add_argument("--json", action="store_true", help="machine-readable output")
@@ -475,6 +588,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("feed", help="@<base64>.ed25519, 64 hex digits, or 'me'")
     sp.add_argument("--seq", type=int, help="only this entry")
     sp.add_argument("--raw", action="store_true", help="write raw content bytes to stdout")
+    sp.add_argument("--json", action="store_true",
+                    help="machine-readable output (content in base64 and as shown)")
 
     sp = add("follow", cmd_follow, "show a feed's entries as they arrive (Ctrl-C stops)")
     sp.add_argument("feed", help="@<base64>.ed25519, 64 hex digits, or 'me'")
@@ -496,8 +611,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(args.verbose)
     try:
         return int(args.func(args))
     except (UserError, StoreError, WireError) as exc:
@@ -514,8 +628,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # `python -m gateway.cli`: run the imported module, whose UserError the simulator's
-    # and Spark's commands raise, rather than this __main__ copy of it
-    from gateway.cli import main as _main
-
-    sys.exit(_main())
+    sys.exit(main())

@@ -9,31 +9,32 @@ import json
 import logging
 import os
 import signal
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
 from .isp import IspError, Role
 from .isp.storage import KeyStoreError
+from .logsetup import setup_logging
 from .runtime.config import (
     CONFIG_FILE,
     EXAMPLE,
-    BleConfig,
     ConfigError,
     GatewayConfig,
-    SerialConfig,
-    UdpConfig,
-    check_profile,
-    check_ws_url,
+    Override,
     load_config,
-    parse_listen,
 )
 from .runtime.control import ControlError, request
 from .runtime.gateway import Gateway
 from .runtime.isp_service import RoleError
 from .runtime.links import build_links
-from .runtime.secure_config import parse_allowed, parse_secure_peer
-from .secure.netkey import parse_network_key
+from .status_view import status_view
 from .transports.base import LinkError
 
 __all__ = ["add_gateway_commands", "add_run_arguments", "cmd_run", "gateway_config"]
@@ -43,59 +44,52 @@ log = logging.getLogger("tinyssb")
 UserErrorFactory = Callable[[str], Exception]
 
 
+def run_overrides(args: argparse.Namespace) -> list[Override]:
+    """Each flag given, as the config key it sets (adding a flag: one line here)."""
+    o: list[Override] = []
+    o += [Override("--ws-listen", ("websocket", "listen"), v, append=True)
+          for v in args.ws_listen]
+    o += [Override("--connect", ("websocket", "connect"), v, append=True) for v in args.connect]
+    for flag, key, values in (("--secure-listen", "listen", args.secure_listen),
+                              ("--secure-connect", "connect", args.secure_connect),
+                              ("--secure-allow", "allow", args.secure_allow)):
+        o += [Override(flag, ("secure", key), v, append=True) for v in values]
+    if args.network_key:
+        o.append(Override("--network-key", ("secure", "network_key"), args.network_key))
+    if args.udp or args.udp_interface or args.udp_loopback:
+        o.append(Override("--udp", ("udp", "enabled"), True))
+    if args.udp_interface:
+        o.append(Override("--udp-interface", ("udp", "interface"), args.udp_interface))
+    if args.udp_loopback:
+        o.append(Override("--udp-loopback", ("udp", "loopback"), True))
+    for flag, key, value in (("--serial", "port", args.serial),
+                             ("--profile", "profile", args.profile),
+                             ("--board", "board", args.board),
+                             ("--power", "power", args.power)):
+        if value is not None:
+            o.append(Override(flag, ("serial", key), value))
+    if args.ble is not None:
+        o.append(Override("--ble", ("ble", "enabled"), True))
+        if args.ble:
+            o.append(Override("--ble", ("ble", "address"), args.ble))
+    for flag, key, value in (("--capture", "capture", args.capture),
+                             ("--name", "name", args.name),
+                             ("--status-interval", "status_interval", args.status_interval)):
+        if value is not None:
+            o.append(Override(flag, (key,), value))
+    return o
+
+
 def gateway_config(args: argparse.Namespace, root: Path) -> GatewayConfig:
     """The config file (``--config`` or the data dir's), then the flags on top."""
     path = Path(args.config).expanduser() if args.config else root / CONFIG_FILE
-    cfg = load_config(path, required=args.config is not None)
+    cfg = load_config(path, required=args.config is not None, overrides=run_overrides(args))
     try:
-        for item in args.ws_listen:
-            cfg.ws_listen.append(parse_listen(item))
-        for url in args.connect:
-            cfg.ws_connect.append(check_ws_url(url))
-        if args.udp or args.udp_interface or args.udp_loopback:
-            cfg.udp = cfg.udp or UdpConfig()
-            if args.udp_interface:
-                cfg.udp.interface = args.udp_interface
-            if args.udp_loopback:
-                cfg.udp.loopback = True
-        if args.serial:
-            cfg.serial = SerialConfig(args.serial, check_profile(args.profile or "EU868.a"),
-                                      args.board)
-        elif cfg.serial is not None and args.profile:
-            cfg.serial.profile = check_profile(args.profile)
-        elif args.profile:
-            raise ValueError("--profile needs a dongle: give --serial PORT too")
-        if args.ble is not None:
-            cfg.ble = BleConfig(args.ble or None)
-        _secure_flags(args, cfg)
+        cfg.secure.check()
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    if args.capture:
-        cfg.capture = Path(args.capture).expanduser()
-    if args.name:
-        cfg.name = args.name
-    if args.status_interval is not None:
-        cfg.status_interval = args.status_interval
     cfg.set_policy(args.policy)
     return cfg
-
-
-def _secure_flags(args: argparse.Namespace, cfg: GatewayConfig) -> None:
-    """``--secure-*`` and ``--network-key`` over the ``[secure]`` table; ValueError."""
-    sec = cfg.secure
-    flag = "--secure-listen"
-    try:
-        sec.listen.extend(parse_listen(item) for item in args.secure_listen)
-        flag = "--secure-connect"
-        sec.connect.extend(parse_secure_peer(item) for item in args.secure_connect)
-        flag = "--secure-allow"
-        sec.allow.update(parse_allowed(item) for item in args.secure_allow)
-        flag = "--network-key"
-        if args.network_key:
-            sec.network_key = parse_network_key(args.network_key)
-    except ValueError as exc:
-        raise ValueError(f"{flag}: {exc}") from None
-    sec.check()
 
 
 def cmd_network_key(args: argparse.Namespace, user_error: UserErrorFactory, root: Path) -> int:
@@ -120,9 +114,7 @@ def cmd_run(args: argparse.Namespace, user_error: UserErrorFactory, root: Path, 
     if cfg.capture is not None and not cfg.capture.parent.is_dir():
         raise user_error(f"cannot write capture {cfg.capture}: no directory "
                          f"{cfg.capture.parent}")
-    if args.verbose == 0:  # the gateway's status lines are its output
-        logging.getLogger().setLevel(logging.INFO)
-        logging.getLogger("websockets").setLevel(logging.WARNING)
+    setup_logging(args.verbose, service=True)  # the gateway's status lines are its output
     gateway = Gateway(root, cfg, build_links(cfg), isp_role=isp_role)
     try:
         asyncio.run(_serve(gateway))
@@ -143,30 +135,9 @@ async def _serve(gateway: Gateway) -> None:
     log.info("gateway stopped")
 
 
-def _print_status(st: dict[str, Any]) -> None:
-    print(f"gateway {st['name']}  {st['id']}")
-    print(f"  up {st['uptime']:.0f} s, policy {st['policy']}, {st['feeds']} feeds, "
-          f"{st['entries']} entries, GOSET {st['goset']['keys']} keys "
-          f"(state {st['goset']['state']}...)")
-    node = st["node"]
-    drops = ", ".join(f"{k} {v}" for k, v in sorted(node["drops"].items())) or "none"
-    print(f"  frames rx {node['rx']} tx {node['tx']}, stored {node['entries_stored']} "
-          f"entries {node['chunks_stored']} chunks, dropped: {drops}")
-    print(f"  faces ({len(st['faces'])}):")
-    for f in st["faces"]:
-        print(f"    {f['name']:<28} {f['kind']:<9} rx {f.get('rx', 0):<7} tx {f.get('tx', 0):<7} "
-              f"queue {f['queue']}  via {f['link']}")
-    print(f"  links ({len(st['links'])}):")
-    for link in st["links"]:
-        ids = link.get("identities") or {}  # secure links: who each peer proved to be
-        peers = ", ".join(f"{p} {ids[p]}" if p in ids else p
-                          for p in link.get("peers", [])) or "no peers"
-        print(f"    {link['name']}: {link.get('state', '?')}, {peers}")
-    if st.get("capture"):
-        print(f"  capture: {st['capture']}")
-
-
 def cmd_status(args: argparse.Namespace, user_error: UserErrorFactory, root: Path) -> int:
+    if args.watch is not None:
+        return _watch(root, args.watch, args.json)
     try:
         st = request(root, {"cmd": "status"})
     except ControlError as exc:
@@ -175,8 +146,52 @@ def cmd_status(args: argparse.Namespace, user_error: UserErrorFactory, root: Pat
     if args.json:
         print(json.dumps(st, indent=2))
     else:
-        _print_status(st)
+        _console().print(status_view(st))
     return 0
+
+
+def _console() -> Console:
+    """A terminal's own width; 132 columns into a pipe or file (rich would take 80)."""
+    return Console(width=None if sys.stdout.isatty() else 132)
+
+
+def _watch(root: Path, interval: float, as_json: bool) -> int:
+    """Ask again every ``interval`` seconds until Ctrl-C; a gateway that is not (or no
+    longer) there is shown as such and asked again."""
+    def view() -> Any:
+        try:
+            st = request(root, {"cmd": "status"})
+        except ControlError as exc:
+            return Text(f"{exc} (asking again every {interval:g} s; Ctrl-C stops)")
+        st.pop("ok", None)
+        return status_view(st)
+
+    try:
+        if as_json:  # one JSON document per line, for a log or jq
+            while True:
+                try:
+                    st = request(root, {"cmd": "status"})
+                    st.pop("ok", None)
+                except ControlError as exc:
+                    st = {"error": str(exc)}
+                print(json.dumps(st), flush=True)
+                time.sleep(interval)
+        with Live(view(), console=_console(), auto_refresh=False, screen=False) as live:
+            while True:
+                time.sleep(interval)
+                live.update(view(), refresh=True)
+    except KeyboardInterrupt:
+        return 0
+
+
+def _interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0.1 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"must be between 0.1 and 3600 seconds, got {text}")
+    return value
 
 
 def add_gateway_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -203,6 +218,8 @@ def add_gateway_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     sp = sub.add_parser("status", help=help_status, description=help_status)
     sp.set_defaults(func=bind(cmd_status))
     sp.add_argument("--json", action="store_true", help="machine-readable output")
+    sp.add_argument("--watch", nargs="?", const=1.0, type=_interval, metavar="SECONDS",
+                    help="refresh the view every SECONDS (default 1) until Ctrl-C")
 
 
 def add_run_arguments(sp: argparse.ArgumentParser) -> None:
@@ -233,6 +250,9 @@ def add_run_arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--profile", metavar="NAME",
                     help="radio plan for the dongle (default EU868.a: 868.3 MHz, 125 kHz, "
                     "SF7; `tinyssb dongle profiles` lists them)")
+    sp.add_argument("--power", type=int, metavar="DBM",
+                    help="the dongle's transmit power in dBm (default: the profile's legal "
+                         "default, 14 on EU868; refused above the region's limit)")
     sp.add_argument("--board", help="the dongle's board (hardware/boards), for its serial lines")
     sp.add_argument("--ble", nargs="?", const="", metavar="ADDR",
                     help="BLE central: connect to ADDR, or scan for tinySSB peripherals")

@@ -60,7 +60,8 @@ def find_inputs(paths: Sequence[str]) -> tuple[list[Path], list[Path]]:
             if is_dataset(path):
                 datasets[path.resolve()] = None
                 continue
-            found = sorted(p for p in path.rglob("*.cbor") if p.is_file())
+            found = sorted(p for pattern in ("*.cbor", "*.cbor.zst")
+                           for p in path.rglob(pattern) if p.is_file())
             if not found:
                 raise InputError(f"{text}: no *.cbor capture files and no converted dataset in it")
             captures.update((p.resolve(), None) for p in found)

@@ -20,6 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gateway.cli_capture import add_capture_pcap
+from gateway.errors import UserError
+
 __all__ = ["add_spark_commands", "spark_errors"]
 
 Command = Callable[[argparse.Namespace], int]
@@ -28,8 +31,6 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 
 
 def _user_error(message: str) -> Exception:
-    from gateway.cli import UserError  # imported late: gateway.cli imports this module
-
     return UserError(message)
 
 
@@ -154,3 +155,4 @@ def add_spark_commands(sub: Any) -> None:
     c.add_argument("--out", "-o", required=True, metavar="DATASET",
                    help="dataset directory to write (replaced if it is a dataset)")
     c.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    add_capture_pcap(csub)

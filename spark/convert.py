@@ -102,7 +102,8 @@ def plan_runs(headers: Sequence[Header]) -> list[RunInfo]:
     taken: set[str] = set()
     for (kind, _), members in groups.items():
         first = members[0]
-        base = run_name(first.path.stem if kind == "file" else first.path.parent.name)
+        stem = first.path.name.removesuffix(".zst").removesuffix(".cbor")  # x.cbor.zst: x
+        base = run_name(stem if kind == "file" else first.path.parent.name)
         name, n = base, 1
         while name in taken:
             n += 1

@@ -254,8 +254,10 @@ def _pairs(entries: DataFrame, node_entry: DataFrame, run_nodes: DataFrame) -> D
                     F.col("last_t").alias("last_progress_t"), "held_set"))
 
 
-def _pct(col: str, p: float) -> Column:
-    return F.percentile(F.col(col), F.lit(p))
+def _pct(col: str | Column, p: float) -> Column:
+    """The ``p`` percentile as :func:`gateway.stats.percentile` defines it (linear
+    interpolation between the closest ranks, which is Spark's ``percentile``)."""
+    return F.percentile(F.col(col) if isinstance(col, str) else col, F.lit(p))
 
 
 TRAFFIC_SUMS = ("tx_frames", "tx_bytes", "tx_air", "rx_frames", "rx_bytes", "rx_air",
@@ -381,7 +383,7 @@ def _runs_table(runs: DataFrame, nodes: DataFrame, entries: DataFrame,
                 .agg(F.sum(_i(delivered)).alias("delivered"),
                      F.sum(_i(~F.col("complete"))).alias("stalled_pairs"),
                      F.median(latency).alias("latency_median"),
-                     F.percentile(latency, F.lit(0.95)).alias("latency_p95"),
+                     _pct(latency, 0.95).alias("latency_p95"),
                      F.max(latency).alias("latency_max")))
     counts = ["nodes", "nodes_complete", "held_pairs", "entries", "entries_complete",
               "delivered", "stalled_pairs", "payload_received",

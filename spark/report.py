@@ -131,11 +131,10 @@ def _plots(spark: SparkSession, tables: Tables, summary: dict[str, Any],
     plots.latency_plot(_latency_series(tables, summary["groups"], run_keys),
                        where / "latency_cdf.png")
     made["latency_cdf"] = "plots/latency_cdf.png"
-    bars = [plots.KindBar(r["scenario"], r["policy"], r["kind"], r["tx_air_per_run"] or 0.0,
-                          r["tx_frames_per_run"] or 0.0)
-            for r in _rows(tables.group_kind)]
-    plots.airtime_plot(bars, where / "airtime_by_kind.png")
-    made["airtime_by_kind"] = "plots/airtime_by_kind.png"
+    bars = airtime_bars(_rows(tables.group_kind))
+    if bars:
+        plots.airtime_plot(bars, where / "airtime_by_kind.png")
+        made["airtime_by_kind"] = "plots/airtime_by_kind.png"
     for scenario in sorted({r["scenario"] for r in runs}):
         where_nodes = positions(scenario)
         if where_nodes is None:
@@ -211,6 +210,15 @@ def _latency_series(tables: Tables, groups: list[dict[str, Any]],
               F.count("*").alias("n")))
     return [plots.Series(r["scenario"], r["policy"], list(r["q"]), probs,
                          f"{r['policy']} ({r['n']} pairs)") for r in q.collect()]
+
+
+def airtime_bars(group_kind: list[dict[str, Any]]) -> list[plots.KindBar]:
+    """The airtime plot's bars, leaving out scenarios that spent no airtime at all (an
+    IP-only gateway run would be an empty axis)."""
+    bars = [plots.KindBar(r["scenario"], r["policy"], r["kind"], r["tx_air_per_run"] or 0.0,
+                          r["tx_frames_per_run"] or 0.0) for r in group_kind]
+    on_air = {b.scenario for b in bars if b.air > 0}
+    return [b for b in bars if b.scenario in on_air]
 
 
 def _node_maps(tables: Tables, run_keys: DataFrame, scenario: str,

@@ -17,7 +17,7 @@ from typing import Any
 
 import cbor2
 
-from gateway.capture import FORMAT, VERSION, CaptureError, Direction, Record
+from gateway.capture import FORMAT, VERSION, CaptureError, CaptureStream, Direction, Record
 
 __all__ = ["BadCapture", "OffsetReader", "json_safe", "read_header"]
 
@@ -60,11 +60,12 @@ class OffsetReader:
         self.node = ""
 
     def __iter__(self) -> Generator[tuple[int, Record], None, None]:
-        with open(self.path, "rb") as fp:
-            size = os.fstat(fp.fileno()).st_size
-            decoder = cbor2.CBORDecoder(fp)
+        stream = CaptureStream(self.path)  # plain or zstd-compressed
+        try:
+            size = os.fstat(stream.raw.fileno()).st_size
+            decoder = cbor2.CBORDecoder(stream.fp)
             offset = 0
-            while offset < size:
+            while not stream.at_end():
                 try:
                     raw = decoder.decode()
                 except cbor2.CBORDecodeEOF:
@@ -83,9 +84,12 @@ class OffsetReader:
                 elif record.dir is Direction.META:
                     raise BadCapture(self.path, offset, "a second header record")
                 yield offset, record
-                offset = self.position = fp.tell()
+                offset = stream.tell()
+                self.position = stream.raw.tell()  # bytes of the file, for progress bars
             if offset == 0:
                 raise BadCapture(self.path, 0, "empty file, no header record")
+        finally:
+            stream.close()
 
     def _check_header(self, record: Record) -> None:
         if record.dir is not Direction.META or record.meta.get("format") != FORMAT:

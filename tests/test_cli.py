@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
@@ -162,3 +163,70 @@ def test_follow_shows_entries_as_they_arrive(tmp_path: Path,
         proc.wait(timeout=20)
     text = "".join(lines)
     assert text.index("first") < text.index("--- #2") < text.index("second")
+
+
+def test_publish_refuses_an_empty_stdin_unless_asked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 18: from cron or ssh (stdin not a terminal, nothing piped) every run appended
+    an empty entry."""
+    data = tmp_path / "d"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    rc, out, err = run(capsys, data, "publish")
+    assert rc == 2 and out == ""
+    assert err == ("tinyssb: error: nothing to publish: stdin is empty; pass --allow-empty "
+                   "to publish an empty entry anyway\n")
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    rc, _, err = run(capsys, data, "publish", "--file", str(empty))
+    assert rc == 2 and f"{empty} is empty" in err
+    rc, _, err = run(capsys, data, "publish", "")
+    assert rc == 2 and "TEXT is empty" in err
+    assert not (data / "secret.json").exists()  # nothing created for a refused publish
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    rc, out, _ = run(capsys, data, "publish", "--allow-empty")
+    assert rc == 0 and out == "1\n"
+    rc, out, _ = run(capsys, data, "cat", "me", "--seq", "1")
+    assert rc == 0 and "--- #1 (0 B)" in out
+
+
+def test_capture_pcap_writes_the_frames_for_wireshark(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gateway.capture import CaptureWriter, Direction, Record
+
+    with CaptureWriter(tmp_path / "day.cbor.zst", "gw") as w:
+        w.write(Record(1.5, "gw", Direction.TX, face="lora", frame=b"\x01" * 124))
+        w.write(Record(2.25, "gw", Direction.RX, face="lora", frame=b"\x02" * 120))
+        w.write(Record(3.0, "gw", Direction.STORE, feed=b"\x00" * 32, seq=1))
+    rc, out, _ = run(capsys, tmp_path / "d", "capture", "pcap", str(tmp_path / "day.cbor.zst"),
+                     "--json")
+    assert rc == 0 and json.loads(out) == {
+        "capture": str(tmp_path / "day.cbor.zst"), "pcap": str(tmp_path / "day.pcap"),
+        "packets": 2, "torn": False}
+    pcap = (tmp_path / "day.pcap").read_bytes()
+    assert pcap[:4] == b"\xd4\xc3\xb2\xa1" and len(pcap) == 24 + 2 * 16 + 124 + 120
+    rc, _, err = run(capsys, tmp_path / "d", "capture", "pcap", str(tmp_path / "none.cbor"))
+    assert rc == 2 and err == f"tinyssb: error: no capture file {tmp_path / 'none.cbor'}\n"
+
+
+def test_json_on_the_commands_that_print_data(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "d"
+    rc, out, _ = run(capsys, data, "id", "--json")
+    me = json.loads(out)
+    assert rc == 0 and me["created"] is True and parse_id(me["id"]).hex() == me["hex"]
+    rc, out, _ = run(capsys, data, "publish", "hi", "--json")
+    assert rc == 0 and json.loads(out) == {"id": me["id"], "seq": 1,
+                                           "bytes": json.loads(out)["bytes"],
+                                           "via_gateway": False}
+    rc, out, _ = run(capsys, data, "cat", "me", "--json")
+    (entry,) = json.loads(out)
+    assert (entry["seq"], entry["complete"], entry["chunks"]) == (1, True, 0)
+    assert bipf.decode(base64.b64decode(entry["content_base64"]))[2] == "hi"
+    rc, out, _ = run(capsys, data, "sim", "list", "--json")
+    assert rc == 0 and {s["name"] for s in json.loads(out)} >= {"line-5", "city-100"}
+    rc, out, _ = run(capsys, data, "sim", "run", "line-5", "--duration", "60",
+                     "--no-capture", "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["meta"]["scenario"] == "line-5" and doc["capture"] is None
+    assert doc["nodes"] == 5 and "tx" in doc

@@ -220,6 +220,13 @@ class Node:
     def queue_length(self, face: str) -> int:
         return len(self._faces[face].queue)
 
+    def airtime_budget(self, face: str, now: float) -> tuple[float, float, float] | None:
+        """(seconds used, seconds allowed, window) of ``face``'s duty cycle; None: no limit."""
+        budget = self._faces[face].budget
+        if budget is None:
+            return None
+        return budget.used(now), budget.limit / 1e6, budget.window
+
     def follow(self, fid: bytes, now: float) -> bool:
         """Replicate ``fid`` from now on (it joins our GOSET); False if it cannot."""
         if not self.goset.add(fid, now, force=True):

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..replication.policy import Policy, policy_from_mapping
 from ..tomllines import TomlLines
-from ..wire.lora import PROFILES, LoRaParams, profile
+from ..wire.lora import LoRaParams, profile
+from .schema import GatewaySettings, Override, parse_listen, problems
 from .secure_config import EXAMPLE_TABLE as SECURE_EXAMPLE
-from .secure_config import SECURE_KEYS, SecureConfig, read_secure_table
+from .secure_config import SecureConfig, secure_config
 
 __all__ = [
     "CONFIG_FILE",
@@ -27,6 +28,7 @@ __all__ = [
     "BleConfig",
     "ConfigError",
     "GatewayConfig",
+    "Override",
     "SerialConfig",
     "UdpConfig",
     "load_config",
@@ -61,6 +63,9 @@ burst = 4                 # frames sent back to back (an ESP32 queues 4)
 [serial]
 port = ""                 # the LoRa dongle, e.g. "/dev/ttyUSB0" ("" = none)
 profile = "EU868.a"       # radio plan (868.3 MHz, 125 kHz, SF7): tinyssb dongle profiles
+# power = 14              # transmit power in dBm; unset: the profile's legal default
+                          # (14 on EU868, 10 on EU433, 20 on US915/AU915); never above
+                          # the region's limit
 board = ""                # board name from hardware/boards, for its serial lines
 duty_cycle = 0.01         # share of airtime the gateway may use
 
@@ -96,10 +101,13 @@ class SerialConfig:
     profile: str = "EU868.a"
     board: str | None = None
     duty_cycle: float = 0.01
+    power: int | None = None  # dBm; None: the profile's legal default
 
     @property
     def params(self) -> LoRaParams:
-        return profile(self.profile)
+        if self.power is None:
+            return profile(self.profile)
+        return profile(self.profile, tx_power_dbm=self.power)
 
 
 @dataclass(slots=True)
@@ -147,121 +155,35 @@ class GatewayConfig:
             raise ConfigError(f"{self.source}: [policy]: {exc}") from None
 
 
-# --- parsing --------------------------------------------------------------------------
+# --- reading -------------------------------------------------------------------------
 
-_TOP = {"name", "status_interval", "flush_interval", "capture", "policy", "websocket", "udp",
-        "serial", "ble", "isp", "secure"}
-_TABLES: dict[str, set[str]] = {
-    "websocket": {"listen", "connect"},
-    "udp": {"enabled", "group", "port", "interface", "loopback", "rate", "burst"},
-    "serial": {"port", "profile", "board", "duty_cycle"},
-    "ble": {"enabled", "address", "max_peers"},
-    "isp": {"farewell_timeout"},
-    "secure": SECURE_KEYS,
-}
-
-
-class _Reader:
-    """Typed look-ups in one table of the file, with errors that name the line."""
-
-    def __init__(self, source: str, lines: TomlLines, table: str | None,
-                 data: dict[str, Any]) -> None:
-        self.source = source
-        self.lines = lines
-        self.table = table
-        self.data = data
-        known = _TABLES[table] if table else _TOP
-        for key in data:
-            if key not in known:
-                raise self.error(key, f"unknown key {key!r}; known: {', '.join(sorted(known))}")
-
-    def error(self, key: str, message: str) -> ConfigError:
-        line = self.lines.find(self.table or "", None, key)
-        where = f"{self.source}:{line}" if line else self.source
-        name = f"{self.table}.{key}" if self.table else key
-        return ConfigError(f"{where}: {name}: {message}")
-
-    def get(self, key: str, typ: type | tuple[type, ...], default: Any) -> Any:
-        if key not in self.data:
-            return default
-        value = self.data[key]
-        if isinstance(value, bool) and typ in (int, float, (int, float)):
-            raise self.error(key, "expected a number, not true/false")
-        if not isinstance(value, typ):
-            names = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
-            raise self.error(key, f"expected {names}, got {value!r}")
-        return value
-
-    def number(self, key: str, default: float, low: float, high: float) -> float:
-        value = float(self.get(key, (int, float), default))
-        if not low <= value <= high:
-            raise self.error(key, f"must be between {low:g} and {high:g}, got {value:g}")
-        return value
-
-    def count(self, key: str, default: int, low: int, high: int) -> int:
-        value = self.get(key, int, default)
-        if not low <= value <= high:
-            raise self.error(key, f"must be a whole number from {low} to {high}, got {value}")
-        return int(value)
-
-    def port(self, key: str, default: int) -> int:
-        value = self.get(key, int, default)
-        if not 0 < value < 65536:
-            raise self.error(key, f"a port is 1..65535, got {value}")
-        return int(value)
-
-
-def parse_listen(item: object) -> tuple[str, int]:
-    """``8080``, ``"8080"`` or ``"host:port"`` → (host, port); ValueError otherwise."""
-    if isinstance(item, bool):
-        raise ValueError(f"not a port: {item!r}")  # noqa: TRY004 - shown as a config error
-    host, port_text = "0.0.0.0", str(item)
-    if isinstance(item, str) and ":" in item:
-        host, _, port_text = item.rpartition(":")
-        host = host.strip("[]") or "0.0.0.0"
+def load_config(path: Path, *, required: bool, overrides: Sequence[Override] = ()
+                ) -> GatewayConfig:
+    """Read ``path`` (without it: the defaults, or an error when ``required``), put the
+    flags' ``overrides`` on top and check the whole once (:mod:`.schema`)."""
+    text, source = "", "(flags)"
     try:
-        port = int(port_text)
-    except ValueError:
-        raise ValueError(f"not a port or host:port: {item!r}") from None
-    if not 0 <= port < 65536:
-        raise ValueError(f"a port is 0..65535, got {port}")
-    return host, port
-
-
-def check_ws_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("ws", "wss") or not parts.hostname:
-        raise ValueError(f"not a WebSocket URL (ws://HOST:PORT): {url!r}")
-    try:
-        parts.port  # noqa: B018 - raises on a bad port
-    except ValueError:
-        raise ValueError(f"bad port in {url!r}") from None
-    return url
-
-
-def check_profile(name: str) -> str:
-    if name not in PROFILES:
-        raise ValueError(f"unknown radio profile {name!r}; see `tinyssb dongle profiles`")
-    return name
-
-
-def _parse(source: str, text: str) -> GatewayConfig:
+        text = path.read_text(encoding="utf-8")
+        source = str(path)
+    except FileNotFoundError:
+        if required:
+            raise ConfigError(f"config file {path} not found; create it or leave out "
+                              "--config") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML: {exc}") from None
     lines = TomlLines(text)
-    top = _Reader(source, lines, None, {k: v for k, v in data.items()})
-    cfg = GatewayConfig(source=source)
-    cfg.name = top.get("name", str, cfg.name) or cfg.name
-    cfg.status_interval = top.number("status_interval", cfg.status_interval, 0, 86400)
-    cfg.flush_interval = top.number("flush_interval", cfg.flush_interval, 0.1, 3600)
-    capture = top.get("capture", str, "")
-    cfg.capture = Path(capture).expanduser() if capture else None
-    for table in ("policy", *_TABLES):
-        if table in data and not isinstance(data[table], dict):
-            raise top.error(table, "must be a table: [" + table + "]")
-    cfg.policy_table = dict(data.get("policy", {}))
+    flagged = _needs_a_dongle(overrides)
+    for override in overrides:
+        override.apply(data)
+    settings, found = problems(data)
+    if settings is None:
+        first = found[0]
+        raise ConfigError(_where(source, lines, first.key, overrides) + first.message)
+    cfg = _to_config(settings, source)
     try:
         cfg.policy = policy_from_mapping(cfg.policy_table)
     except ValueError as exc:
@@ -271,64 +193,43 @@ def _parse(source: str, text: str) -> GatewayConfig:
         line = lines.find("policy", None, key)
         where = f"{source}:{line}" if line else source
         raise ConfigError(f"{where}: [policy]: {exc}") from None
-
-    ws = _Reader(source, lines, "websocket", data.get("websocket", {}))
-    for item in ws.get("listen", list, []):
-        try:
-            cfg.ws_listen.append(parse_listen(item))
-        except ValueError as exc:
-            raise ws.error("listen", str(exc)) from None
-    for url in ws.get("connect", list, []):
-        try:
-            cfg.ws_connect.append(check_ws_url(str(url)))
-        except ValueError as exc:
-            raise ws.error("connect", str(exc)) from None
-
-    if "udp" in data:
-        udp = _Reader(source, lines, "udp", data["udp"])
-        if udp.get("enabled", bool, True):
-            cfg.udp = UdpConfig(udp.get("group", str, "239.5.5.8"), udp.port("port", 1558),
-                                udp.get("interface", str, "0.0.0.0"),
-                                udp.get("loopback", bool, False),
-                                udp.number("rate", 25.0, 0.0, 100000.0),
-                                udp.count("burst", 4, 1, 1024))
-
-    if "serial" in data:
-        ser = _Reader(source, lines, "serial", data["serial"])
-        port = ser.get("port", str, "")
-        if port:
-            name = ser.get("profile", str, "EU868.a")
-            try:
-                check_profile(name)
-            except ValueError as exc:
-                raise ser.error("profile", str(exc)) from None
-            cfg.serial = SerialConfig(port, name, ser.get("board", str, "") or None,
-                                      ser.number("duty_cycle", 0.01, 0.0, 1.0))
-
-    if "isp" in data:
-        isp = _Reader(source, lines, "isp", data["isp"])
-        cfg.isp_farewell_timeout = isp.number("farewell_timeout", 300.0, 1.0, 30 * 86400.0)
-
-    if "ble" in data:
-        ble = _Reader(source, lines, "ble", data["ble"])
-        if ble.get("enabled", bool, True):
-            cfg.ble = BleConfig(ble.get("address", str, "") or None,
-                                int(ble.number("max_peers", 4, 1, 16)))
-
-    if "secure" in data:
-        cfg.secure = read_secure_table(_Reader(source, lines, "secure", data["secure"]))
+    if flagged is not None and cfg.serial is None:
+        raise ConfigError(f"{flagged} needs a dongle: give --serial PORT too")
     return cfg
 
 
-def load_config(path: Path, *, required: bool) -> GatewayConfig:
-    """Read ``path``; without it, the defaults (or an error when ``required``)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        if required:
-            raise ConfigError(f"config file {path} not found; create it or leave out "
-                              "--config") from None
-        return GatewayConfig()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc}") from None
-    return _parse(str(path), text)
+def _needs_a_dongle(overrides: Sequence[Override]) -> str | None:
+    """The first flag that sets a dongle option other than its port."""
+    return next((o.flag for o in overrides if o.key[0] == "serial" and o.key[-1] != "port"),
+                None)
+
+
+def _where(source: str, lines: TomlLines, key: tuple[str, ...],
+           overrides: Sequence[Override]) -> str:
+    """``--flag: `` when a flag gave the value at ``key``, else ``FILE:LINE: KEY: ``."""
+    for o in reversed(overrides):
+        if o.key[:len(key)] == key or key[:len(o.key)] == o.key:
+            return f"{o.flag}: "
+    line = lines.find(key[0] if len(key) > 1 else "", None, key[-1]) if key else None
+    where = f"{source}:{line}" if line else source
+    return f"{where}: {'.'.join(key)}: " if key else f"{where}: "
+
+
+def _to_config(s: GatewaySettings, source: str) -> GatewayConfig:
+    cfg = GatewayConfig(name=s.name or "gateway", status_interval=s.status_interval,
+                        flush_interval=s.flush_interval,
+                        capture=Path(s.capture).expanduser() if s.capture else None,
+                        policy_table=dict(s.policy),
+                        isp_farewell_timeout=s.isp.farewell_timeout, source=source)
+    cfg.ws_listen = [parse_listen(item) for item in s.websocket.listen]
+    cfg.ws_connect = list(s.websocket.connect)
+    if s.udp is not None and s.udp.enabled:
+        cfg.udp = UdpConfig(s.udp.group, s.udp.port, s.udp.interface, s.udp.loopback,
+                            s.udp.rate, s.udp.burst)
+    if s.serial is not None and s.serial.port:
+        cfg.serial = SerialConfig(s.serial.port, s.serial.profile, s.serial.board or None,
+                                  s.serial.duty_cycle, s.serial.power)
+    if s.ble is not None and s.ble.enabled:
+        cfg.ble = BleConfig(s.ble.address or None, s.ble.max_peers)
+    cfg.secure = secure_config(s.secure)
+    return cfg

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..replication.events import Drop, FrameKind, RxReport
+from ..transports.base import RadioMeta
 from ..wire.crc import CRC_LEN
 from ..wire.errors import WireError
 from ..wire.goset import Claim, decode_goset
@@ -24,11 +26,35 @@ _QUIET_AFTER = 60.0  # seconds of silence on a face before we say so
 
 
 @dataclass(slots=True)
+class _Heard:
+    """One neighbour on a face: a sender the link names (UDP), or the face's peer."""
+
+    last: float
+    rx: int = 0
+    rssi: float | None = None
+    snr: float | None = None
+
+    def heard(self, now: float, meta: RadioMeta | None) -> None:
+        self.last = now
+        self.rx += 1
+        if meta is not None and meta.rssi is not None:
+            self.rssi = meta.rssi
+        if meta is not None and meta.snr is not None:
+            self.snr = meta.snr
+
+    def as_dict(self, now: float) -> dict[str, Any]:
+        return {"last_heard_s": round(now - self.last, 1), "rx": self.rx,
+                "rssi": self.rssi, "snr": self.snr}
+
+
+@dataclass(slots=True)
 class _FaceView:
     opened: float
     last_rx: float | None = None
     rx: int = 0
     tx: int = 0
+    radio: _Heard | None = None  # the last RSSI/SNR heard on the face
+    neighbours: dict[str, _Heard] = field(default_factory=dict)
     claim: tuple[int, bytes] | None = None  # (cnt, xor) of the largest recent claim
     in_sync: bool | None = None
     differs_since: float | None = None
@@ -55,12 +81,17 @@ class FaceWatch:
             view.tx += 1
 
     def received(self, face: str, frame: bytes, crc: bool, report: RxReport,
-                 now: float) -> None:
+                 now: float, meta: RadioMeta | None = None) -> None:
         view = self._faces.get(face)
         if view is None:
             return
         view.rx += 1
         view.last_rx = now
+        if view.radio is None:
+            view.radio = _Heard(now)
+        view.radio.heard(now, meta)
+        if meta is not None and meta.sender is not None:
+            view.neighbours.setdefault(meta.sender, _Heard(now)).heard(now, meta)
         view.said_quiet = False
         if report.drop is not None and report.drop is not Drop.NO_MATCH:
             view.drops[report.drop.value] += 1
@@ -121,3 +152,16 @@ class FaceWatch:
 
     def counts(self) -> dict[str, dict[str, int]]:
         return {name: {"rx": v.rx, "tx": v.tx} for name, v in self._faces.items()}
+
+    def peers(self, now: float) -> dict[str, dict[str, Any]]:
+        """Per face: frames in and out, when it was last heard, the last RSSI/SNR, and
+        the senders heard on it when the link names them (``neighbours``)."""
+        out: dict[str, dict[str, Any]] = {}
+        for name, v in self._faces.items():
+            radio = v.radio.as_dict(now) if v.radio is not None else {}
+            out[name] = {"rx": v.rx, "tx": v.tx,
+                         "last_heard_s": radio.get("last_heard_s"),
+                         "rssi": radio.get("rssi"), "snr": radio.get("snr"),
+                         "neighbours": [{"peer": peer, **h.as_dict(now)}
+                                        for peer, h in sorted(v.neighbours.items())]}
+        return out

@@ -25,13 +25,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
 from ..capture import CaptureWriter, records_for_own, records_for_rx, records_for_tx
 from ..isp import IspError, Role
+from ..logsetup import ENTRIES, FRAMES
 from ..replication.events import ChainComplete, FeedAdded, NewEntry
 from ..replication.faces import Face
 from ..replication.node import Node
 from ..store import DiskStore, StoreError
-from ..store.keys import load_or_create_key
+from ..store.keys import KEY_FILE, load_or_create_key
 from ..transports.base import Link, RadioMeta, SendFn
 from ..wire.ident import format_id
 from .config import GatewayConfig
@@ -42,6 +44,35 @@ from .isp_service import IspService, goset_filter, read_role
 __all__ = ["Gateway"]
 
 log = logging.getLogger("tinyssb.gateway")
+entry_log = logging.getLogger(ENTRIES)  # -v
+frame_log = logging.getLogger(FRAMES)  # -vv
+
+
+def _what(fid: bytes | None, seq: int | None) -> str:
+    if fid is None:
+        return ""
+    return f" {format_id(fid)[:12]}..#{seq}" if seq is not None else f" {format_id(fid)[:12]}.."
+
+
+def _airtime(budget: tuple[float, float, float] | None) -> dict[str, float] | None:
+    if budget is None:
+        return None
+    used, limit, window = budget
+    return {"used_s": round(used, 3), "left_s": round(max(limit - used, 0.0), 3),
+            "limit_s": round(limit, 3), "window_s": window}
+
+
+def capture_meta(config: GatewayConfig, links: list[Link]) -> dict[str, Any]:
+    """The capture header's free keys: the policy, the links and, with a dongle, the radio
+    profile and its settings (the keys the simulator writes, so the analysis reads both)."""
+    meta: dict[str, Any] = {"tinyssb": __version__, "policy": config.policy.name,
+                            "links": sorted({link.kind for link in links})}
+    if config.serial is not None:
+        p = config.serial.params
+        meta.update(profile=config.serial.profile, sf=p.sf, bandwidth_hz=p.bandwidth_hz,
+                    frequency_hz=p.frequency_hz, tx_power_dbm=p.tx_power_dbm,
+                    duty_cycle=config.serial.duty_cycle)
+    return meta
 
 
 class Gateway:
@@ -84,6 +115,7 @@ class Gateway:
         """Take the data directory and start every link; LinkError/StoreError on failure."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.store = DiskStore(self.data_dir)
+        created = False
         try:
             self.key, created = load_or_create_key(self.data_dir)
             if created:
@@ -103,7 +135,8 @@ class Gateway:
             # an empty key would only take one of the 100 places every implementation has
             if self.config.capture is not None:
                 self._capture = CaptureWriter(self.config.capture, self.config.name,
-                                              t0=self.unix(now), fid=self.key.fid)
+                                              t0=self.unix(now), fid=self.key.fid,
+                                              **capture_meta(self.config, self.links))
             self._control = ControlServer(self.data_dir / SOCKET_FILE, self._on_control)
             await self._control.start()
             for link in self.links:
@@ -111,9 +144,11 @@ class Gateway:
                 self._started.append(link)
         except BaseException:
             await self.close()
+            if created:  # a gateway that never ran leaves no identity behind
+                (self.data_dir / KEY_FILE).unlink(missing_ok=True)
             raise
-        log.info("gateway %s up: %s, %d feeds, policy %s, links: %s", self.config.name,
-                 format_id(self.key.fid), len(self.store), self.config.policy.name,
+        log.info("gateway %s (tinyssb %s) up: %s, %d feeds, policy %s, links: %s",
+                 self.config.name, __version__, format_id(self.key.fid), len(self.store), self.config.policy.name,
                  ", ".join(link.name for link in self.links) or "none")
 
     async def close(self) -> None:
@@ -195,6 +230,9 @@ class Gateway:
             if send is None:
                 continue
             if send(out.frame):
+                if frame_log.isEnabledFor(logging.INFO):
+                    frame_log.info("tx %s %d B %s%s", out.face, len(out.frame),
+                                   out.kind.value, _what(out.fid, out.seq))
                 self.watch.sent(out.face)
                 self._since["tx"] += 1
                 if self._capture is not None:
@@ -212,8 +250,9 @@ class Gateway:
             self._since["feeds"] += 1
         elif isinstance(event, NewEntry):
             self._since["entries"] += 1
-            log.debug("entry %s #%d%s", format_id(event.fid), event.seq,
-                      f" ({event.n_chunks} chunks to come)" if event.n_chunks else "")
+            entry_log.info("entry %s #%d%s%s", format_id(event.fid), event.seq,
+                           " (ours)" if event.own else "",
+                           f", {event.n_chunks} chunks to come" if event.n_chunks else "")
         else:
             self._since["chains"] += 1
 
@@ -246,10 +285,18 @@ class Gateway:
             return
         now = self.now()
         report = node.receive(now, face, frame, snr=meta.snr if meta is not None else None)
+        if frame_log.isEnabledFor(logging.INFO):
+            radio = ""
+            if meta is not None and (meta.rssi is not None or meta.snr is not None):
+                radio = f" (RSSI {meta.rssi} dBm, SNR {meta.snr} dB)"
+            frame_log.info("rx %s %d B %s%s%s%s", face, len(frame),
+                           report.kind.value,
+                           _what(report.fid, report.seq), radio,
+                           f", dropped: {report.drop.value}" if report.drop else "")
         self._since["rx"] += 1
         if report.stored:
             self._dirty = True
-        self.watch.received(face, frame, self._faces[face].crc, report, now)
+        self.watch.received(face, frame, self._faces[face].crc, report, now, meta)
         if self._capture is not None:
             rssi = meta.rssi if meta is not None else None
             snr = meta.snr if meta is not None else None
@@ -311,8 +358,10 @@ class Gateway:
         """What ``tinyssb status`` shows."""
         assert self.node is not None and self.store is not None
         node = self.node
-        counts = self.watch.counts()
+        now = self.now()
+        peers = self.watch.peers(now)
         return {
+            "version": __version__,
             "name": self.config.name,
             "id": format_id(self.key.fid),
             "uptime": round(self.now() - self.started_at, 1),
@@ -323,7 +372,9 @@ class Gateway:
             "goset": {"keys": len(node.goset), "state": node.goset.state.hex()[:16]},
             "faces": [{"name": name, "kind": face.kind.value,
                        "link": self._face_link_name(name),
-                       "queue": node.queue_length(name), **counts.get(name, {})}
+                       "queue": node.queue_length(name),
+                       "airtime": _airtime(node.airtime_budget(name, now)),
+                       **peers.get(name, {})}
                       for name, face in self._faces.items()],
             "links": [{"kind": link.kind, "name": link.name, **link.describe()}
                       for link in self._started],

@@ -33,7 +33,8 @@ def build_links(cfg: GatewayConfig) -> list[Link]:
         from ..transports.dongle_face import SerialDongle
 
         s = cfg.serial
-        links.append(SerialDongle(s.port, s.profile, duty_cycle=s.duty_cycle, board=s.board))
+        links.append(SerialDongle(s.port, s.profile, duty_cycle=s.duty_cycle, board=s.board,
+                                  params=s.params))
     if cfg.ble is not None:
         from ..transports.ble import BleCentral
 

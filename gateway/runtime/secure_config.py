@@ -17,18 +17,19 @@ other need no ``allow`` entries. A listener with nobody allowed is a mistake unl
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING
 
 from ..secure.netkey import DEFAULT_NETWORK_KEY, parse_network_key
 from ..wire.errors import IdentityError
 from ..wire.ident import parse_id
+from .schema import parse_listen
 
-__all__ = ["EXAMPLE_TABLE", "SECURE_KEYS", "SecureConfig", "SecurePeer", "parse_allowed",
-           "parse_secure_peer", "read_secure_table"]
+if TYPE_CHECKING:
+    from .schema import SecureTable
 
-SECURE_KEYS = {"listen", "connect", "network_key", "allow", "allow_any", "handshake_timeout"}
+__all__ = ["EXAMPLE_TABLE", "SecureConfig", "SecurePeer", "parse_allowed",
+           "parse_secure_peer", "secure_config"]
 
 EXAMPLE_TABLE = """\
 [secure]                  # SHS + box stream over TCP: only invited peers (docs/gateway.md)
@@ -104,40 +105,12 @@ def parse_allowed(text: str) -> bytes:
         raise ValueError(str(exc)) from None
 
 
-class TableReader(Protocol):
-    """What :func:`read_secure_table` needs of the config file's reader."""
-
-    def get(self, key: str, typ: type | tuple[type, ...], default: Any) -> Any: ...
-
-    def number(self, key: str, default: float, low: float, high: float) -> float: ...
-
-    def error(self, key: str, message: str) -> Exception: ...
-
-
-def read_secure_table(table: TableReader) -> SecureConfig:
-    """The ``[secure]`` table; the reader's error (file, line, key) on a mistake."""
-    from .config import parse_listen  # config imports this module: import at call time
-
-    cfg = SecureConfig()
-    steps: list[tuple[str, Callable[[], None]]] = [
-        ("listen", lambda: cfg.listen.extend(
-            parse_listen(x) for x in table.get("listen", list, []))),
-        ("connect", lambda: cfg.connect.extend(
-            parse_secure_peer(x) for x in table.get("connect", list, []))),
-        ("allow", lambda: cfg.allow.update(
-            parse_allowed(x) for x in table.get("allow", list, []))),
-    ]
-    for key, step in steps:
-        try:
-            step()
-        except ValueError as exc:
-            raise table.error(key, str(exc)) from None
-    text = table.get("network_key", str, "")
-    if text:
-        try:
-            cfg.network_key = parse_network_key(text)
-        except ValueError as exc:
-            raise table.error("network_key", str(exc)) from None
-    cfg.allow_any = table.get("allow_any", bool, False)
-    cfg.handshake_timeout = table.number("handshake_timeout", 10.0, 0.1, 600)
+def secure_config(table: SecureTable) -> SecureConfig:
+    """The checked ``[secure]`` table (:class:`~.schema.SecureTable`) as the runtime's."""
+    cfg = SecureConfig(allow_any=table.allow_any, handshake_timeout=table.handshake_timeout)
+    cfg.listen = [parse_listen(x) for x in table.listen]
+    cfg.connect = [parse_secure_peer(x) for x in table.connect]
+    cfg.allow = {parse_allowed(x) for x in table.allow}
+    if table.network_key:
+        cfg.network_key = parse_network_key(table.network_key)
     return cfg

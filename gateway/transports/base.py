@@ -63,6 +63,7 @@ class RadioMeta:
 
     rssi: float | None = None  # dBm
     snr: float | None = None  # dB
+    sender: str | None = None  # who sent it, when the link can tell (UDP: "ADDR:PORT")
 
 
 SendFn = Callable[[bytes], bool]

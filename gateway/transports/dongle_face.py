@@ -19,6 +19,7 @@ from dataclasses import fields
 from typing import Any
 
 from ..replication.faces import Face
+from ..wire.lora import LoRaParams
 from ..wire.lora import profile as lora_profile
 from .base import Link, LinkError, LinkHost, Outbox, RadioMeta
 from .dongle_proto import DutyLimit, Received
@@ -36,12 +37,12 @@ class SerialDongle(Link):
 
     def __init__(self, port: str, profile: str, *, duty_cycle: float = 0.01,
                  board: str | None = None, name: str = "lora", outbox_size: int = 8,
-                 detect_timeout: float = 3.0, backoff: tuple[float, float] = (0.2, 5.0)
-                 ) -> None:
+                 detect_timeout: float = 3.0, backoff: tuple[float, float] = (0.2, 5.0),
+                 params: LoRaParams | None = None) -> None:
         super().__init__(name)
         self.port = port
         self.profile = profile
-        self.params = lora_profile(profile)
+        self.params = params if params is not None else lora_profile(profile)
         self.face = Face.dongle(name, self.params, duty_cycle=duty_cycle)
         duty = DutyLimit(round(duty_cycle * 1000), 3_600_000) if duty_cycle else None
         self.link = DongleLink(port, radio=self.params, duty=duty, board=board,
@@ -102,6 +103,7 @@ class SerialDongle(Link):
             "peers": [self.face.name],
             "port": self.port,
             "profile": self.profile,
+            "tx_power_dbm": self.params.tx_power_dbm,
             "dongle": f"{ident.board} fw {ident.firmware}" if ident else None,
             "credit": self.link.credit,
             "counters": self.counters.as_dict(),

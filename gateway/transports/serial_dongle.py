@@ -602,6 +602,13 @@ class DongleLink:
                  board.board, board.chip)
         radio = self._radio
         if radio is not None:
+            had = await self._query(Cmd.TX_POWER, connecting=True)
+            if (self.radio is None and isinstance(had, SettingValue)
+                    and had.value != radio.tx_power_dbm):
+                # `dongle set --power` lasts until the gateway configures the radio: say so
+                log.warning("dongle on %s: transmit power %d dBm replaces the %d dBm it had "
+                            "(set `power` in [serial] or --power to choose)", self.port,
+                            radio.tx_power_dbm, had.value)
             for cmd, value in radio.settings():
                 await self._set(cmd, encode_setting(cmd, value), SettingValue(cmd, value),
                                 connecting=True)

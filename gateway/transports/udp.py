@@ -53,7 +53,7 @@ from typing import Any
 
 from ..replication.faces import IP_MTU, Face, FaceKind
 from ..wire.crc import CRC_LEN
-from .base import Backoff, Link, LinkCounters, LinkError, LinkHost, os_reason
+from .base import Backoff, Link, LinkCounters, LinkError, LinkHost, RadioMeta, os_reason
 
 __all__ = ["UDP_BURST", "UDP_RATE", "UdpCounters", "UdpMulticast"]
 
@@ -332,7 +332,7 @@ class UdpMulticast(Link):
         self.counters.frames_in += 1
         self.counters.bytes_in += len(data)
         log.debug("%s: rx %d B from %s:%d", self.name, len(data), addr[0], addr[1])
-        self._link_host.frame_in(self.name, data)
+        self._link_host.frame_in(self.name, data, RadioMeta(sender=f"{addr[0]}:{addr[1]}"))
 
     def _stray(self, generation: int, data: bytes, addr: tuple[Any, int]) -> None:
         """Something reached the send socket (it is connected to the group: unexpected)."""

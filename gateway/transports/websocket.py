@@ -304,7 +304,12 @@ def client_face_name(url: str) -> str:
 
 
 class _ConnectFailed(Exception):
-    """One connection attempt failed; the message is the reason, one line."""
+    """One connection attempt failed; the message is the reason, one line. ``lasting``
+    when trying again cannot help (a bad URL, a server that is no WebSocket)."""
+
+    def __init__(self, reason: str, *, lasting: bool = False) -> None:
+        super().__init__(reason)
+        self.lasting = lasting
 
 
 class WebSocketClient(Link):
@@ -342,8 +347,16 @@ class WebSocketClient(Link):
         try:
             conn = await self._connect()
         except _ConnectFailed as exc:
-            self._state = "closed"
-            raise LinkError(f"cannot connect to {self.url}: {exc}") from None
+            if exc.lasting:
+                self._state = "closed"
+                raise LinkError(f"cannot connect to {self.url}: {exc}") from None
+            # a peer that is down now (a service manager starting both sides at once) is
+            # tried again with the backoff used after a lost connection
+            self.counters.faults += 1
+            log.warning("%s: cannot connect to %s (%s); retrying", self.name, self.url, exc)
+            self._task = asyncio.get_running_loop().create_task(
+                self._keep(None), name=f"{self.name} keeper")
+            return
         log.info("%s: connected to %s", self.name, self.url)
         peer = self._adopt(conn)
         self._task = asyncio.get_running_loop().create_task(
@@ -354,14 +367,15 @@ class WebSocketClient(Link):
         try:
             _parse_url(self.url)
         except ValueError as exc:
-            raise _ConnectFailed(str(exc)) from None
+            raise _ConnectFailed(str(exc), lasting=True) from None
         try:
             return await connect(self.url, open_timeout=self.open_timeout, proxy=self.proxy,
                                  **self.settings.connection_options())
         except InvalidStatus as exc:
-            reason = f"the server answered HTTP {exc.response.status_code}, not a WebSocket"
+            raise _ConnectFailed(f"the server answered HTTP {exc.response.status_code}, "
+                                 "not a WebSocket", lasting=True) from None
         except InvalidURI as exc:
-            reason = str(exc)
+            raise _ConnectFailed(str(exc), lasting=True) from None
         except InvalidHandshake as exc:
             reason = f"handshake failed: {exc}"
         except TimeoutError:
@@ -376,7 +390,9 @@ class WebSocketClient(Link):
         self._peer = _Peer(self, conn, self.face_name, self._link_host, lambda: self._closing)
         return self._peer
 
-    async def _keep(self, peer: _Peer) -> None:
+    async def _keep(self, peer: _Peer | None) -> None:
+        if peer is None:  # the first connection failed: start by reconnecting
+            peer = await self._reconnect()
         while True:
             await peer.carry()
             self._peer = None

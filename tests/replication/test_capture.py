@@ -154,3 +154,26 @@ def test_record_encoder_writes_exactly_the_cbor_of_the_record_map(record: Record
     assert encoder.encode(record) == expected  # again, from its remembered strings
     meta = Record(0.0, "n", Direction.META, meta={"format": FORMAT, "k": [1, 2.5]})
     assert encoder.encode(meta) == cbor2.dumps(meta.to_map())
+
+
+def test_a_zst_capture_is_compressed_and_reads_like_a_plain_one(tmp_path: Path) -> None:
+    """Issue 18: captures that can be compressed (a city-100 day is 1.2 GB plain)."""
+    records = [Record(float(i), "n", Direction.TX, face="lora", frame=bytes([i % 7]) * 124,
+                      kind="entry") for i in range(3000)]
+    for name in ("plain.cbor", "small.cbor.zst"):
+        with CaptureWriter(tmp_path / name, "n", x=1) as w:
+            w.write_all(records)
+    plain, small = tmp_path / "plain.cbor", tmp_path / "small.cbor.zst"
+    assert small.read_bytes()[:4] == b"\x28\xb5\x2f\xfd"  # zstd frame
+    assert small.stat().st_size * 10 < plain.stat().st_size
+    assert list(read_capture(small)) == list(read_capture(plain))
+    # a gateway killed mid-run leaves a .part file: readable up to the last flushed block
+    w = CaptureWriter(tmp_path / "cut.cbor.zst", "n")
+    w.write_all(records[:1000])
+    w.flush()
+    w.write_all(records[1000:1010])
+    part = tmp_path / "cut.cbor.zst.part"
+    got = list(read_capture(part))
+    assert len(got) >= 1001 and got[1:1001] == records[:1000]
+    w.abort()
+    assert not part.exists()

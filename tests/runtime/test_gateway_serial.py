@@ -7,6 +7,7 @@ radio, the dongle's transmissions reach it. Replication has to survive an unplug
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import time
 from collections.abc import Iterator
@@ -18,6 +19,8 @@ from firmware_sim.dongle import SimDongle
 from gateway.capture import Direction, read_capture
 from gateway.replication import Face, Node
 from gateway.replication.policy import DEFAULT
+from gateway.runtime.config import GatewayConfig, SerialConfig
+from gateway.runtime.links import build_links
 from gateway.store.memory import MemoryStore
 from gateway.transports.dongle_face import SerialDongle
 from gateway.wire.entry import FeedKey
@@ -108,3 +111,38 @@ def test_feeds_cross_the_dongle_both_ways_and_survive_an_unplug(
     assert rx and all(r.rssi == -71 and r.snr == 9.25 for r in rx)
     assert any(r.dir is Direction.STORE and r.seq == 12 for r in records)
     assert any(r.dir is Direction.TX for r in records)
+
+
+@pytest.mark.parametrize("power", [None, 7])
+def test_the_gateway_configures_the_dongle_with_the_power_it_was_given(
+        tmp_path: Path, dongle: SimDongle, power: int | None,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 18: the power was always 20 dBm, whatever the region and whatever was set."""
+    serial = SerialConfig(dongle.path, PROFILE, "heltec_v3", duty_cycle=0.1, power=power)
+    want = 14 if power is None else power  # EU868: 25 mW ERP, 14 dBm by default
+
+    async def scenario() -> None:
+        async with running(tmp_path / "gw", build_links(GatewayConfig(serial=serial)),
+                           serial=serial, capture=tmp_path / "gw.cbor") as gw:
+            await until(lambda: gw.status()["faces"] != [])
+            assert dongle.dongle.settings.tx_power == want
+            link = gw.status()["links"][0]
+            assert link["tx_power_dbm"] == want
+            air = gw.status()["faces"][0]["airtime"]  # the peers view's duty window
+            assert air["limit_s"] == 360.0 and air["window_s"] == 3600.0
+            assert air["used_s"] + air["left_s"] == pytest.approx(360.0)
+
+    with caplog.at_level(logging.WARNING, logger="gateway.transports.serial_dongle"):
+        run(scenario)
+    # issue 18: the capture header names the radio profile and the power (the report
+    # read "unknown" before)
+    header = next(iter(read_capture(tmp_path / "gw.cbor"))).meta
+    assert header is not None
+    assert (header["profile"], header["tx_power_dbm"], header["sf"]) == (PROFILE, want, 7)
+    assert header["links"] == ["serial"] and header["policy"] == "default"
+    replaced = [r.getMessage() for r in caplog.records if "replaces" in r.getMessage()]
+    if power is None:  # the firmware boots with 14 dBm: nothing changes, nothing said
+        assert replaced == []
+    else:
+        assert replaced == [(f"dongle on {dongle.path}: transmit power 7 dBm replaces the "
+                             "14 dBm it had (set `power` in [serial] or --power to choose)")]

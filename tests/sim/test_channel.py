@@ -20,7 +20,7 @@ from gateway.replication.faces import AirtimeBudget
 from gateway.wire.crc import add_crc
 from gateway.wire.lora import profile
 
-EU = profile("EU868.a")  # 868.3 MHz, 125 kHz, SF7, 20 dBm: sensitivity -123 dBm
+EU = profile("EU868.a", tx_power_dbm=20)  # 868.3 MHz, 125 kHz, SF7, 20 dBm: sensitivity -123 dBm
 FLAT = replace(phy.PATH_LOSS_PRESETS["log-distance"], sigma_db=0.0)
 FRAME = add_crc(bytes(120))  # 124 bytes: 205.056 ms at SF7/125 kHz
 AIR = 0.205056

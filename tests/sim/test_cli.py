@@ -9,7 +9,8 @@ import pytest
 
 from firmware_sim.cli import add_sim_commands, parse_duration
 from firmware_sim.summary import convergence
-from gateway.cli import UserError
+from gateway.cli import main as cli_main
+from gateway.errors import UserError
 
 
 def parser() -> argparse.ArgumentParser:
@@ -81,3 +82,43 @@ def test_dongle_mode_prints_the_pty_and_runs_in_real_time(
     assert "simulated dongle for node n2 (EU868.a): /" in out
     assert "scenario line-5: 4 nodes" in out  # n2 is the dongle's: not simulated
     assert "dongle: 0 frames sent" in out
+
+
+def test_a_large_capture_is_announced_before_the_run_with_the_ways_out(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 18: `sim run city-100` wrote 1.2 GB without a word."""
+    from firmware_sim.estimate import capture_bytes
+    from firmware_sim.scenario import load_scenario
+
+    city = load_scenario("city-100")
+    assert 0.5e9 < (capture_bytes(city) or 0) < 2e9  # measured: 1.2 GB
+    assert (capture_bytes(load_scenario("line-5")) or 0) < 1e6
+    started: list[object] = []
+
+    def no_run(scenario: object, out: object, **kw: object) -> object:
+        started.append(out)
+        raise KeyboardInterrupt  # the warning must come before the run
+
+    monkeypatch.setattr("firmware_sim.cli.run_scenario", no_run)
+    monkeypatch.chdir(tmp_path)
+    with caplog.at_level("WARNING", logger="tinyssb.sim"):
+        assert cli_main(["sim", "run", "city-100"]) == 130
+    (msg,) = [r.getMessage() for r in caplog.records]
+    assert msg.startswith("city-100 will write a capture of about ")
+    assert "name it city-100-default-seed1.cbor.zst to compress it" in msg
+    assert "--no-capture" in msg and started == [Path("city-100-default-seed1.cbor")]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="tinyssb.sim"):
+        assert cli_main(["sim", "run", "city-100", "--no-capture"]) == 130
+    assert caplog.records == [] and started[-1] is None
+
+
+def test_no_capture_prints_the_summary_and_writes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["sim", "run", "line-5", "--no-capture", "--duration", "60"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("scenario line-5") and "capture:" not in out
+    assert list(tmp_path.iterdir()) == []

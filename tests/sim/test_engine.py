@@ -17,7 +17,7 @@ from gateway.replication import Event, NewEntry
 from gateway.wire.crc import add_crc
 from gateway.wire.lora import profile
 
-EU = profile("EU868.a")
+EU = profile("EU868.a", tx_power_dbm=20)  # the reference firmware's power
 FLAT = replace(phy.PATH_LOSS_PRESETS["log-distance"], sigma_db=0.0)
 
 

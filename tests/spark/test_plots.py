@@ -6,6 +6,7 @@ from pathlib import Path
 
 from spark import plots
 from spark.layout import positions
+from spark.report import airtime_bars
 
 
 def test_positions_only_for_shipped_two_dimensional_layouts() -> None:
@@ -34,3 +35,13 @@ def test_heat_map_of_two_policies_with_a_node_that_never_completed(tmp_path: Pat
 def test_policies_are_ordered_baseline_first_and_coloured_alike_everywhere() -> None:
     assert plots.policy_order(["default", "zeta", "reference", "default"]) == [
         "reference", "default", "zeta"]
+
+
+def test_scenarios_without_airtime_get_no_empty_airtime_panel() -> None:
+    """Issue 18: the airtime plot of an IP-only gateway run was an empty axis."""
+    rows = [{"scenario": "field", "policy": "ip", "kind": k, "tx_air_per_run": 0.0,
+             "tx_frames_per_run": 40.0} for k in ("goset", "want")]
+    assert airtime_bars(rows) == []
+    rows.append({"scenario": "line-5", "policy": "default", "kind": "dmx",
+                 "tx_air_per_run": 12.5, "tx_frames_per_run": 61.0})
+    assert [(b.scenario, b.air) for b in airtime_bars(rows)] == [("line-5", 12.5)]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from firmware_sim.summary import format_summary
+from gateway.stats import percentile
 from spark.schema import NODE_REASONS
 
 from .conftest import Campaign
@@ -67,3 +69,16 @@ def test_runs_without_a_bound_in_their_header_show_none(campaign: Campaign) -> N
     hand = next(c for c in campaign.summary["comparisons"] if c["scenario"] == "hand")
     row = next(r for r in hand["rows"] if r["key"] == "efficiency")
     assert set(row["shown"].values()) == {"-"}
+
+
+def test_p95_and_median_are_one_definition_in_the_simulator_and_the_analysis(
+        campaign: Campaign) -> None:
+    """Issue 18: the simulator printed a nearest-rank p95, Spark an interpolated one
+    (line-5: 501.8 s against 461.8 s)."""
+    s = campaign.sims["line5-900s"]
+    r = campaign.run("line5-900s")
+    lat = s.convergence.latencies
+    assert r["spread_p95"] == pytest.approx(percentile(lat, 0.95))
+    assert r["spread_median"] == pytest.approx(percentile(lat, 0.5))
+    line = next(x for x in format_summary(s).splitlines() if x.startswith("entry spread"))
+    assert f"median {r['spread_median']:.1f} s, p95 {r['spread_p95']:.1f} s" in line

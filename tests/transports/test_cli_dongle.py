@@ -63,13 +63,28 @@ def test_set_then_info(sim: SimDongle, capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_value_the_radio_refuses(sim: SimDongle, capsys: pytest.CaptureFixture[str]) -> None:
-    # the SX1276 with PA_BOOST does 2..20 dBm
-    rc, _out, err = run(capsys, "dongle", "set", "-p", sim.path, "--power", "22")
+    # the SX1276 with PA_BOOST does 2..20 dBm; 22 dBm is legal at 904.6 MHz (US915)
+    rc, _out, err = run(capsys, "dongle", "set", "-p", sim.path, "--frequency", "904.6M",
+                        "--power", "22")
     assert rc == 2
     assert err == ("tinyssb: error: the dongle refused TX_POWER 22: BAD_VALUE, value out of "
                    "range for this radio (nothing changed)\n")
     rc, out, _ = run(capsys, "dongle", "info", "-p", sim.path, "--json")
     assert json.loads(out)["radio"]["tx_power_dbm"] == 14  # unchanged boot default
+
+
+def test_power_above_the_legal_limit_of_the_dongles_frequency_is_refused(
+        sim: SimDongle, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 18: the dongle boots on 868.3 MHz, where 25 mW ERP (14 dBm) is the limit."""
+    rc, _out, err = run(capsys, "dongle", "set", "-p", sim.path, "--power", "17")
+    assert rc == 2 and err == (
+        "tinyssb: error: --power 17 dBm is above the legal limit of 14 dBm at 868.3000 MHz "
+        "(25 mW ERP in 868.0-868.6 MHz (ERC Rec 70-03)); use 14 or less\n")
+    rc, _out, err = run(capsys, "dongle", "set", "-p", sim.path, "--profile", "EU433.a",
+                        "--power", "12")
+    assert rc == 2 and "above the legal limit of 10 dBm for EU433.a" in err
+    rc, out, _ = run(capsys, "dongle", "info", "-p", sim.path, "--json")
+    assert json.loads(out)["radio"]["tx_power_dbm"] == 14  # nothing was sent
 
 
 def test_port_from_environment(sim: SimDongle, capsys: pytest.CaptureFixture[str],
@@ -138,3 +153,27 @@ def test_help_texts() -> None:
     for option in ("--profile", "--frequency", "--bandwidth", "--sf", "--cr", "--power",
                    "--sync", "--duty", "--radio", "--port"):
         assert option in out
+
+
+def test_detect_finds_the_dongle_by_its_handshake_and_skips_other_ports(
+        sim: SimDongle, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+    import pty
+
+    master, slave = pty.openpty()  # a serial device that never answers DETECT
+    silent = os.ttyname(slave)
+    try:
+        rc, out, _ = run(capsys, "dongle", "detect", "--port", silent, "--port", sim.path,
+                         "--timeout", "0.3")
+        assert rc == 0
+        assert out == (f"{sim.path}: tbeam_sx1276 (sx1276), firmware 0.1.0, 868.3000 MHz SF7 "
+                       "125 kHz 14 dBm (EU868.a, tbeam23/EU868.b)\n")
+        rc, out, _ = run(capsys, "dongle", "detect", "--port", silent, "--timeout", "0.3",
+                         "--json")
+        doc = json.loads(out)
+        assert rc == 1 and doc["dongles"] == []
+        assert doc["not_dongles"][0]["port"] == silent
+        assert "no dongle answers" in doc["not_dongles"][0]["why"]
+    finally:
+        os.close(master)
+        os.close(slave)

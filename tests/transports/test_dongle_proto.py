@@ -400,7 +400,7 @@ def test_eu868b_settings_are_exact() -> None:
     frames = RadioConfig.from_params(profile("EU868.b")).frames()
     assert [f.hex() for f in frames] == [
         "c01033c134e0c0", "c0110003d090c0", "c01207c0", "c01305c0", "c01458c0",
-        "c01514c0", "c0160008c0"]
+        "c0150ec0", "c0160008c0"]  # TX_POWER 14 dBm: the EU868 legal default
 
 
 def test_error_describe() -> None:

@@ -86,7 +86,7 @@ def test_info_mode_leaves_settings_alone(fake: FakeDongle) -> None:
 
 def test_readback_mismatch_is_an_error(tmp_path: Path) -> None:
     with (FakeDongle(tmp_path / "tty", misread={Cmd.TX_POWER: 17}) as dongle,
-          pytest.raises(DongleMismatch, match="TX_POWER 17 after being asked for 20")):
+          pytest.raises(DongleMismatch, match="TX_POWER 17 after being asked for 14")):
         run(lambda: link_for(dongle).open())
 
 

@@ -169,17 +169,34 @@ def test_busy_port_is_one_line_link_error() -> None:
     run(go)
 
 
-def test_unreachable_peer_is_one_line_link_error() -> None:
+def test_a_peer_down_at_start_is_retried_with_backoff_until_it_answers() -> None:
+    """Issue 18: `run --connect` exited 2 when the peer was down at start, so a service
+    manager starting two gateways failed one of them."""
     async def go() -> None:
-        port = free_port()  # nobody listens there
-        client = WebSocketClient(f"ws://127.0.0.1:{port}", proxy=None)
-        with pytest.raises(LinkError) as err:
-            await client.start(FakeHost())
-        assert str(err.value) == f"cannot connect to ws://127.0.0.1:{port}: connection refused"
+        port = free_port()  # nobody listens there yet
+        client = WebSocketClient(f"ws://127.0.0.1:{port}", proxy=None,
+                                 backoff=Backoff(initial=0.02, maximum=0.1))
+        c_host = FakeHost()
+        await client.start(c_host)  # no LinkError: the peer may come up later
+        assert client.describe()["state"] == "connecting" and c_host.up() == []
+        await asyncio.sleep(0.1)
+        assert client.counters.faults >= 2  # tried again meanwhile
+        server, s_host = WebSocketServer(port, "127.0.0.1"), FakeHost()
+        await server.start(s_host)
+        await c_host.until(lambda: c_host.up() == [client.face_name])
+        assert c_host.sends[client.face_name](b"\x07" * 120)
+        await s_host.until(lambda: [f for _, f in s_host.frames] == [b"\x07" * 120])
+        await client.close()
+        await server.close()
+    run(go)
+
+
+def test_a_url_that_cannot_work_is_one_line_link_error() -> None:
+    async def go() -> None:
         bad = WebSocketClient("http://127.0.0.1:80/")
         with pytest.raises(LinkError, match="must start with ws:// or wss://"):
             await bad.start(FakeHost())
-        assert client.describe()["state"] == "closed" and client.describe()["peers"] == []
+        assert bad.describe()["state"] == "closed" and bad.describe()["peers"] == []
     run(go)
 
 
