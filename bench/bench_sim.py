@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from firmware_sim.runner import CaptureSinks, build, capture_meta, run_scenario
 from firmware_sim.scenario import load_scenario
+from gateway.stats import percentile
 
 
 def city(hours: float, capture: bool) -> None:
@@ -96,8 +97,8 @@ def policies(names: list[str]) -> None:
             wall = time.perf_counter() - wall
             c = summary.convergence
             took = f"{c.time:,.0f} s" if c.converged and c.time is not None else "no"
-            lat = sorted(c.latencies)
-            p95 = f"{lat[min(len(lat) - 1, int(0.95 * len(lat)))]:,.0f} s" if lat else "-"
+            lat = c.latencies
+            p95 = f"{percentile(lat, 0.95):,.0f} s" if lat else "-"
             air = sum(summary.tx_airtime.values())
             bound = summary.meta.get("airtime_lower_bound_s")
             eff = f"{bound / air:.1%}" if bound and air else "-"
