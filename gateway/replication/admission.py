@@ -87,13 +87,15 @@ class Admission:
 
     def deadline(self) -> float | None:
         """When the oldest unproven key ages out (None: none is on probation)."""
-        if not self.unproven:
+        if not self.unproven or not self.policy.goset_probation:
             return None
         return min(self.unproven.values()) + self.policy.goset_probation
 
     def take_expired(self, now: float) -> list[bytes]:
         """Unproven keys whose probation is over (they leave the GOSET)."""
         probation = self.policy.goset_probation
+        if not probation:  # keys never age out
+            return []
         gone = [k for k, t in self.unproven.items() if t + probation <= now]
         for key in gone:
             del self.unproven[key]
