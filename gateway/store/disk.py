@@ -143,7 +143,8 @@ class DiskFeed:
             self._checkpointed = (log_from, chunk_from)
         self.claim = claim if claim is not None and claim[0] > frontier.max_seq else None
         if self.claim is not None:
-            (log.info if self._claim_on_file else log.warning)("feed %s: the log ends at entry %d, but entry %d was stored before "
+            quiet = self._claim_on_file or self._asked  # known already, or reported by the caller
+            (log.info if quiet else log.warning)("feed %s: the log ends at entry %d, but entry %d was stored before "
                         "(lost tail)", self.fid.hex()[:16], frontier.max_seq, self.claim[0])
         if not self.readonly:
             self._cut(self.log_fd, "log", self.log_len, raw_log, PACKET_LEN)
@@ -179,7 +180,8 @@ class DiskFeed:
         while (target := qdir / f"{name}.{n}").exists():
             n += 1
         write_atomic(target, data, durable=True)
-        (log.info if self._asked else log.warning)("feed %s: kept %d damaged bytes in %s", self.fid.hex()[:16], len(data),
+        (log.info if self._asked else log.warning)(
+            "feed %s: kept %d damaged bytes in %s", self.fid.hex()[:16], len(data),
                     target)
         return target
 
@@ -253,7 +255,8 @@ class DiskFeed:
     def _roll_entries(self, frontier: Frontier, start: int, end: int) -> int:
         pos, problem = self.verify_entries(frontier, start, end)
         if problem is not None:
-            (log.info if self._asked else log.warning)("feed %s: log record %d invalid (%s); cutting the log there",
+            (log.info if self._asked else log.warning)(
+                "feed %s: log record %d invalid (%s); cutting the log there",
                         self.fid.hex()[:16], frontier.max_seq + 1, problem)
         return pos
 

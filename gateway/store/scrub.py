@@ -218,8 +218,8 @@ class Scrub:
             if problem is None:
                 return used, None
             seq = c.frontier.max_seq + 1
-            return used + 1, (seq, f"entry {seq} of {c.log_end // PACKET_LEN} is damaged "
-                                   f"({problem})")
+            held = c.log_end // PACKET_LEN
+            return used + 1, (seq, f"entry {seq} of {held} is damaged ({problem})")
         end = min(c.chunk_end, c.chunk_pos + budget * CHUNK_RECORD_LEN)
         pos, problem = c.feed.verify_chunks(c.frontier, c.chunk_pos, end)
         used = (pos - c.chunk_pos) // CHUNK_RECORD_LEN

@@ -22,6 +22,7 @@ def test_the_example_file_parses_to_the_defaults(tmp_path: Path) -> None:
     cfg = load_config(write(tmp_path, EXAMPLE), required=True)
     assert cfg.name == "gateway" and cfg.policy.name == "default"
     assert not cfg.has_faces()
+    assert (cfg.scrub_interval, cfg.scrub_batch) == (5.0, 100)
 
 
 def test_a_full_file(tmp_path: Path) -> None:
@@ -86,6 +87,9 @@ farewell_timeout = 60
     ('[serial]\nport = "/dev/x"\nboard = "heltec-v9"\n',
      "gateway.toml:3: serial.board: unknown board 'heltec-v9'; known boards: "),
     ('status_interval = -1\n', "gateway.toml:1: status_interval: must be between 0 and"),
+    ('scrub_interval = -5\n', "gateway.toml:1: scrub_interval: must be between 0 and"),
+    ('scrub_batch = 0\n', "gateway.toml:1: scrub_batch: must be a whole number from 1 to"),
+    ('scrub_batch = 2.5\n', "gateway.toml:1: scrub_batch: expected int, got 2.5"),
 ])
 def test_mistakes_name_the_line_and_the_key(tmp_path: Path, text: str, expected: str) -> None:
     with pytest.raises(ConfigError) as err:

@@ -10,7 +10,7 @@ from gateway.store import DiskStore
 from gateway.store.scrub import Scrub, check_feed
 from gateway.wire.entry import PACKET_LEN, FeedKey
 
-from .test_verify import CHUNK_RECORD, N, OTHER, flip, other_feed
+from .test_verify import CHUNK_RECORD, OTHER, N, flip, other_feed
 
 OWN = FeedKey.from_seed(bytes(range(1, 33)))
 
