@@ -42,7 +42,7 @@ name = "gateway"          # this node's name in logs and captures
 status_interval = 10.0    # seconds between status lines; 0 turns them off
 flush_interval = 5.0      # seconds between store checkpoints
 scrub_interval = 5.0      # seconds between background scrub steps; 0 turns the scrub off
-scrub_batch = 100         # records (entries, chunks) each scrub step verifies: about 7 ms
+scrub_batch = 100         # records (entries, chunks) each scrub step verifies (~1.5 ms)
 capture = ""              # write a capture file here ("" = none)
 
 [policy]                  # replication policy: a preset plus any fields to change

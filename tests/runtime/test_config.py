@@ -148,6 +148,7 @@ def test_run_with_a_malformed_config_exits_2_with_one_line(
      "/dev/tinyssb-no-such-port: No such file or directory")),
     # issue 18: a negative interval busy-looped the status line
     (("--udp", "--status-interval", "-1"), "--status-interval: must be between 0 and 86400, got -1"),
+    (("--scrub-interval", "-1"), "--scrub-interval: must be between 0 and 86400, got -1"),
     # issue 18: a mistyped board was a traceback
     (("--serial", "/dev/x", "--board", "heltec-v9"), "unknown board 'heltec-v9'"),
     # issue 18: transmit power within the region's legal limit
