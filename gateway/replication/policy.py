@@ -47,7 +47,9 @@ class Policy:
     deny: frozenset[bytes] = field(default_factory=frozenset)
     goset_new_keys_per_face: int = 32
     goset_new_keys_interval: float = 10.0
-    goset_probation: float = 900.0
+    # (2 h: over LoRa a key can cross an IP backhaul long before the first entry of its
+    # feed crosses the radio island; with 900 s islands-ip's p95 spread went 1,565 -> 7,213 s)
+    goset_probation: float = 7200.0
     # longest side chain fetched and tracked, in chunks; longer claims are counted, ignored
     max_chain_chunks: int = 10_000
     # GOSET rounds: interval grows from min to max while in sync (equal: fixed period)
