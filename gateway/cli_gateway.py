@@ -74,7 +74,8 @@ def run_overrides(args: argparse.Namespace) -> list[Override]:
             o.append(Override("--ble", ("ble", "address"), args.ble))
     for flag, key, value in (("--capture", "capture", args.capture),
                              ("--name", "name", args.name),
-                             ("--status-interval", "status_interval", args.status_interval)):
+                             ("--status-interval", "status_interval", args.status_interval),
+                             ("--scrub-interval", "scrub_interval", args.scrub_interval)):
         if value is not None:
             o.append(Override(flag, (key,), value))
     return o
@@ -262,3 +263,6 @@ def add_run_arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--name", help="node name in logs and captures (default: gateway)")
     sp.add_argument("--status-interval", type=float, metavar="S",
                     help="seconds between status lines (0: none; default 10)")
+    sp.add_argument("--scrub-interval", type=float, metavar="S",
+                    help="seconds between background scrub steps, each verifying "
+                         "scrub_batch records (0: no scrub; default 5)")

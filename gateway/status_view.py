@@ -54,6 +54,23 @@ def _airtime(air: dict[str, float] | None) -> str:
     return f"{air['used_s']:.1f} s used, {air['left_s']:.1f} s left / {span}"
 
 
+def scrub_line(scrub: dict[str, Any] | None) -> str:
+    """The background scrub's progress and findings in one line."""
+    if scrub is None:
+        return "scrub: off (scrub_interval = 0)"
+    at = scrub.get("at")
+    where = (f", at {at['feed'][:13]}.. entry {at['entry']} of {at['of']}" if at else "")
+    text = (f"scrub: {scrub['passes']} passes, {scrub['feeds_checked']} feeds, "
+            f"{scrub['records_checked']} records checked{where}; ")
+    last = scrub.get("last_finding")
+    if last is None:
+        return text + "no damage found"
+    done = ("not cut (own feed: `tinyssb verify`)" if last["cut_to"] is None
+            else f"cut to {last['cut_to']} entries")
+    return (text + f"damage found {scrub['damage_found']}x, last: {last['feed'][:13]}.. "
+            f"{last['problem']}, {done}")
+
+
 def status_view(st: dict[str, Any]) -> Group:
     """The gateway's summary lines and its peers table."""
     node = st["node"]
@@ -83,6 +100,8 @@ def status_view(st: dict[str, Any]) -> Group:
     links = Text("\n".join(
         f"link {link['name']}: {link.get('state', '?')}, {_peers(link)}" for link in st["links"]))
     parts: list[Any] = [head, table, links]
+    if "scrub" in st:  # (a gateway older than the scrub sends no such key)
+        parts.append(Text(scrub_line(st["scrub"])))
     if st.get("capture"):
         parts.append(Text(f"capture: {st['capture']}"))
     return Group(*parts)

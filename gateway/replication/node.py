@@ -312,6 +312,13 @@ class Node:
             self._events.append(FeedAdded(fid))
         self._arm(fid)
 
+    def feed_cut(self, fid: bytes, now: float) -> None:
+        """The store cut ``fid`` back (damage found by the scrub): expect its next entry
+        again and ask for the rest soon."""
+        self._arm(fid)
+        for fs in self._faces.values():
+            fs.timer.rearm(now)
+
     def forget(self, fid: bytes) -> None:
         """Delete ``fid`` from the store, the DMX tables and every bound set."""
         if fid in self.goset:

@@ -41,6 +41,8 @@ EXAMPLE = """\
 name = "gateway"          # this node's name in logs and captures
 status_interval = 10.0    # seconds between status lines; 0 turns them off
 flush_interval = 5.0      # seconds between store checkpoints
+scrub_interval = 5.0      # seconds between background scrub steps; 0 turns the scrub off
+scrub_batch = 100         # records (entries, chunks) each scrub step verifies (~1.5 ms)
 capture = ""              # write a capture file here ("" = none)
 
 [policy]                  # replication policy: a preset plus any fields to change
@@ -121,6 +123,8 @@ class GatewayConfig:
     name: str = "gateway"
     status_interval: float = 10.0
     flush_interval: float = 5.0
+    scrub_interval: float = 5.0
+    scrub_batch: int = 100
     capture: Path | None = None
     policy: Policy = field(default_factory=lambda: policy_from_mapping({}))
     policy_table: dict[str, Any] = field(default_factory=dict)
@@ -218,6 +222,7 @@ def _where(source: str, lines: TomlLines, key: tuple[str, ...],
 def _to_config(s: GatewaySettings, source: str) -> GatewayConfig:
     cfg = GatewayConfig(name=s.name or "gateway", status_interval=s.status_interval,
                         flush_interval=s.flush_interval,
+                        scrub_interval=s.scrub_interval, scrub_batch=s.scrub_batch,
                         capture=Path(s.capture).expanduser() if s.capture else None,
                         policy_table=dict(s.policy),
                         isp_farewell_timeout=s.isp.farewell_timeout, source=source)

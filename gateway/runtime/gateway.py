@@ -34,6 +34,7 @@ from ..replication.faces import Face
 from ..replication.node import Node
 from ..store import DiskStore, StoreError
 from ..store.keys import KEY_FILE, load_or_create_key
+from ..store.scrub import Scrub, ScrubFinding
 from ..transports.base import Link, RadioMeta, SendFn
 from ..wire.ident import format_id
 from .config import GatewayConfig
@@ -101,6 +102,7 @@ class Gateway:
         self._since: Counter[str] = Counter()  # activity since the last status line
         self._dirty = False
         self._flush_trouble: str | None = None
+        self.scrub: Scrub | None = None
         self.started_at = 0.0
 
     # --- clock --------------------------------------------------------------------------
@@ -131,6 +133,9 @@ class Gateway:
                                       farewell_timeout=self.config.isp_farewell_timeout)
                 log.info("tinyISP %s: %d contracts", role.value,
                          len(self.isp.engine.contracts()))
+            if self.config.scrub_interval:
+                self.scrub = Scrub(self.store, frozenset({self.key.fid}),
+                                   self.config.scrub_batch)
             # our own feed joins the GOSET with its first entry (Node.publish), not before:
             # an empty key would only take one of the 100 places every implementation has
             if self.config.capture is not None:
@@ -193,16 +198,20 @@ class Gateway:
         now = self.now()
         next_status = now + cfg.status_interval if cfg.status_interval else float("inf")
         next_flush = now + cfg.flush_interval
+        next_scrub = now + cfg.scrub_interval if self.scrub is not None else float("inf")
         while not self._stop.is_set():
             now = self.now()
             self._pump(now)
             if now >= next_flush:
                 self._flush()
                 next_flush = now + cfg.flush_interval
+            if now >= next_scrub:
+                self._scrub_step(now)
+                next_scrub = now + cfg.scrub_interval
             if now >= next_status:
                 self._status_line(now)
                 next_status = now + cfg.status_interval
-            deadline = min(next_flush, next_status)
+            deadline = min(next_flush, next_status, next_scrub)
             for due in (self.node.next_deadline(),
                         self.isp.next_deadline() if self.isp is not None else None):
                 if due is not None:
@@ -342,6 +351,47 @@ class Gateway:
             self._flush_trouble = None
             self._dirty = False
 
+    def _scrub_step(self, now: float) -> None:
+        """One bounded step of the background scrub (``scrub_batch`` records)."""
+        assert self.scrub is not None and self.node is not None
+        try:
+            finding = self.scrub.step()
+        except (StoreError, OSError) as exc:  # a cut that cannot be written: next step
+            log.warning("scrub: %s", exc.strerror if isinstance(exc, OSError) else exc)
+            return
+        if finding is not None:
+            self._report_damage(finding, now)
+
+    def _report_damage(self, finding: ScrubFinding, now: float) -> None:
+        assert self.node is not None
+        feed = format_id(finding.fid)
+        if finding.cut_to is None:
+            log.error("scrub: our own feed %s: %s; it is not cut here: run `tinyssb verify` "
+                      "for details and, with the gateway stopped, `tinyssb verify --repair`",
+                      feed, finding.problem)
+            return
+        self.node.feed_cut(finding.fid, now)
+        self._wake.set()
+        log.warning("scrub: feed %s: %s; cut to %d entries (the rest kept in "
+                    "feeds/%s/quarantine/), fetched from peers again", feed,
+                    finding.problem, finding.cut_to, finding.fid.hex())
+
+    def _scrub_status(self) -> dict[str, Any] | None:
+        if self.scrub is None:
+            return None
+        s = self.scrub.stats
+        pos = self.scrub.position
+        last = s.last_finding
+        return {"interval_s": self.config.scrub_interval, "batch": self.scrub.batch,
+                "passes": s.passes, "feeds_checked": s.feeds_checked,
+                "records_checked": s.records_checked,
+                "at": None if pos is None else {"feed": format_id(pos[0]),
+                                                "entry": pos[1], "of": pos[2]},
+                "damage_found": s.damage_found, "feeds_cut": s.feeds_cut,
+                "last_finding": None if last is None else {
+                    "feed": format_id(last.fid), "entry": last.seq,
+                    "problem": last.problem, "cut_to": last.cut_to}}
+
     def _status_line(self, now: float) -> None:
         assert self.node is not None and self.store is not None
         s = self._since
@@ -386,6 +436,7 @@ class Gateway:
                      "drops": dict(node.stats.drops),
                      "airtime": round(node.stats.airtime, 3)},
             "capture": str(self.config.capture) if self.config.capture else None,
+            "scrub": self._scrub_status(),
             "isp": ({"role": self.isp.role.value,
                      "contracts": len(self.isp.engine.contracts())}
                     if self.isp is not None else None),

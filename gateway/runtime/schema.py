@@ -193,6 +193,8 @@ class GatewaySettings(_Table):
     name: str = "gateway"
     status_interval: Annotated[float, _between(0, 86400)] = 10.0
     flush_interval: Annotated[float, _between(0.1, 3600)] = 5.0
+    scrub_interval: Annotated[float, _between(0, 86400)] = 5.0  # 0: no background scrub
+    scrub_batch: Annotated[int, _between(1, 100000, whole=True)] = 100
     capture: str = ""
     policy: dict[str, Any] = Field(default_factory=dict)  # checked by policy_from_mapping
     websocket: WebSocketTable = WebSocketTable()

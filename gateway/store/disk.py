@@ -91,6 +91,9 @@ class DiskFeed:
         self._checkpointed = (-1, -1)  # (log_len, chunk_len) the frontier file describes
         self.claim: tuple[int, bytes] | None = None  # see lost_tail()
         self._claim_on_file = False
+        # a full verification (``tinyssb verify --repair``, the gateway's scrub) is asked
+        # for: its caller reports the damage in one line, the cut details go to INFO
+        self._asked = False
 
     # --- opening and recovery ---------------------------------------------------------
     def recover(self, full: bool = False) -> Frontier:
@@ -103,6 +106,7 @@ class DiskFeed:
         until the log reaches it again): our own feed must not sign that seq a second time.
         ``full`` verifies the whole log whatever the checkpoint says (``tinyssb verify``).
         """
+        self._asked = full
         log_size = os.fstat(self.log_fd).st_size
         chunk_size = os.fstat(self.chunk_fd).st_size
         raw_log, raw_chunks = log_size, chunk_size
@@ -139,7 +143,8 @@ class DiskFeed:
             self._checkpointed = (log_from, chunk_from)
         self.claim = claim if claim is not None and claim[0] > frontier.max_seq else None
         if self.claim is not None:
-            (log.info if self._claim_on_file else log.warning)("feed %s: the log ends at entry %d, but entry %d was stored before "
+            quiet = self._claim_on_file or self._asked  # known already, or reported by the caller
+            (log.info if quiet else log.warning)("feed %s: the log ends at entry %d, but entry %d was stored before "
                         "(lost tail)", self.fid.hex()[:16], frontier.max_seq, self.claim[0])
         if not self.readonly:
             self._cut(self.log_fd, "log", self.log_len, raw_log, PACKET_LEN)
@@ -175,7 +180,8 @@ class DiskFeed:
         while (target := qdir / f"{name}.{n}").exists():
             n += 1
         write_atomic(target, data, durable=True)
-        log.warning("feed %s: kept %d damaged bytes in %s", self.fid.hex()[:16], len(data),
+        (log.info if self._asked else log.warning)(
+            "feed %s: kept %d damaged bytes in %s", self.fid.hex()[:16], len(data),
                     target)
         return target
 
@@ -249,7 +255,8 @@ class DiskFeed:
     def _roll_entries(self, frontier: Frontier, start: int, end: int) -> int:
         pos, problem = self.verify_entries(frontier, start, end)
         if problem is not None:
-            log.warning("feed %s: log record %d invalid (%s); cutting the log there",
+            (log.info if self._asked else log.warning)(
+                "feed %s: log record %d invalid (%s); cutting the log there",
                         self.fid.hex()[:16], frontier.max_seq + 1, problem)
         return pos
 
@@ -295,6 +302,11 @@ class DiskFeed:
                 frontier.advance_chunk(seq, chunk)
                 pos += CHUNK_RECORD_LEN
         return pos, None
+
+    def chunk_record_seq(self, offset: int) -> int:
+        """The entry the chunk record at ``offset`` names (0 if there is none)."""
+        head = os.pread(self.chunk_fd, CHUNK_HEADER.size, offset)
+        return CHUNK_HEADER.unpack(head)[0] if len(head) == CHUNK_HEADER.size else 0
 
     def _truncate(self, fd: int, length: int) -> None:
         if os.fstat(fd).st_size != length:

@@ -22,6 +22,7 @@ def test_the_example_file_parses_to_the_defaults(tmp_path: Path) -> None:
     cfg = load_config(write(tmp_path, EXAMPLE), required=True)
     assert cfg.name == "gateway" and cfg.policy.name == "default"
     assert not cfg.has_faces()
+    assert (cfg.scrub_interval, cfg.scrub_batch) == (5.0, 100)
 
 
 def test_a_full_file(tmp_path: Path) -> None:
@@ -86,6 +87,9 @@ farewell_timeout = 60
     ('[serial]\nport = "/dev/x"\nboard = "heltec-v9"\n',
      "gateway.toml:3: serial.board: unknown board 'heltec-v9'; known boards: "),
     ('status_interval = -1\n', "gateway.toml:1: status_interval: must be between 0 and"),
+    ('scrub_interval = -5\n', "gateway.toml:1: scrub_interval: must be between 0 and"),
+    ('scrub_batch = 0\n', "gateway.toml:1: scrub_batch: must be a whole number from 1 to"),
+    ('scrub_batch = 2.5\n', "gateway.toml:1: scrub_batch: expected int, got 2.5"),
 ])
 def test_mistakes_name_the_line_and_the_key(tmp_path: Path, text: str, expected: str) -> None:
     with pytest.raises(ConfigError) as err:
@@ -144,6 +148,7 @@ def test_run_with_a_malformed_config_exits_2_with_one_line(
      "/dev/tinyssb-no-such-port: No such file or directory")),
     # issue 18: a negative interval busy-looped the status line
     (("--udp", "--status-interval", "-1"), "--status-interval: must be between 0 and 86400, got -1"),
+    (("--scrub-interval", "-1"), "--scrub-interval: must be between 0 and 86400, got -1"),
     # issue 18: a mistyped board was a traceback
     (("--serial", "/dev/x", "--board", "heltec-v9"), "unknown board 'heltec-v9'"),
     # issue 18: transmit power within the region's legal limit
