@@ -23,7 +23,7 @@ import random
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ..replication.faces import Face
 
@@ -37,9 +37,12 @@ __all__ = [
     "RadioMeta",
     "SendFn",
     "os_reason",
+    "reconnect",
 ]
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 
 def os_reason(exc: BaseException) -> str:
@@ -238,3 +241,24 @@ class Link(ABC):
     def describe(self) -> dict[str, Any]:
         """Status for ``tinyssb status``: at least ``state`` and ``peers`` (face names),
         plus ``counters`` (:meth:`LinkCounters.as_dict`). JSON-serialisable."""
+
+
+async def reconnect(name: str, target: str, backoff: Backoff, counters: LinkCounters,
+                    connect: Callable[[], Awaitable[_T]], failed: type[Exception],
+                    logger: logging.Logger) -> tuple[_T, int]:
+    """Try ``connect`` after each ``backoff`` wait until it succeeds; the connection and
+    the attempts it took. The first failure is a warning on ``logger``, later ones debug
+    lines (a peer that stays down must not fill the log)."""
+    attempts = 0
+    while True:
+        await backoff.wait()
+        attempts += 1
+        try:
+            conn = await connect()
+        except failed as exc:
+            counters.faults += 1
+            level = logging.WARNING if attempts == 1 else logging.DEBUG
+            logger.log(level, "%s: reconnect to %s failed (%s); retrying", name, target, exc)
+            continue
+        backoff.reset()
+        return conn, attempts

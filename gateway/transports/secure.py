@@ -39,7 +39,7 @@ from ..secure.netkey import describe_network_key
 from ..secure.shs import Phase, ShsClient, ShsServer
 from ..wire.entry import FeedKey
 from ..wire.ident import format_id
-from .base import Backoff, Link, LinkError, LinkHost, Outbox, os_reason
+from .base import Backoff, Link, LinkError, LinkHost, Outbox, os_reason, reconnect
 
 __all__ = ["SecureClient", "SecureServer", "SecureSettings"]
 
@@ -411,22 +411,11 @@ class SecureClient(Link):
 
     async def _reconnect(self) -> _Peer:
         self._state = "connecting"
-        attempts = 0
-        while True:
-            await self.backoff.wait()
-            attempts += 1
-            try:
-                conn = await self._connect()
-            except _ConnectFailed as exc:
-                self.counters.faults += 1
-                level = logging.WARNING if attempts == 1 else logging.DEBUG
-                log.log(level, "%s: reconnect to %s failed (%s); retrying", self.name,
-                        self.address, exc)
-                continue
-            self.backoff.reset()
-            log.info("%s: reconnected to %s after %d attempt(s)", self.name, conn.identity,
-                     attempts)
-            return conn
+        conn, attempts = await reconnect(self.name, self.address, self.backoff,
+                                         self.counters, self._connect, _ConnectFailed, log)
+        log.info("%s: reconnected to %s after %d attempt(s)", self.name, conn.identity,
+                 attempts)
+        return conn
 
     async def close(self) -> None:
         self._closing = True

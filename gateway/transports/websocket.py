@@ -49,7 +49,7 @@ from websockets.exceptions import (
 )
 
 from ..replication.faces import IP_MTU, Face, FaceKind
-from .base import Backoff, Link, LinkError, LinkHost, Outbox, os_reason
+from .base import Backoff, Link, LinkError, LinkHost, Outbox, os_reason, reconnect
 
 __all__ = ["MAX_MESSAGE", "WebSocketClient", "WebSocketServer", "WsSettings",
            "client_face_name"]
@@ -402,22 +402,10 @@ class WebSocketClient(Link):
 
     async def _reconnect(self) -> _Peer:
         self._state = "connecting"
-        attempts = 0
-        while True:
-            await self.backoff.wait()
-            attempts += 1
-            try:
-                conn = await self._connect()
-            except _ConnectFailed as exc:
-                self.counters.faults += 1
-                level = logging.WARNING if attempts == 1 else logging.DEBUG
-                log.log(level, "%s: reconnect to %s failed (%s); retrying", self.name,
-                        self.url, exc)
-                continue
-            self.backoff.reset()
-            log.info("%s: reconnected to %s after %d attempt(s)", self.name, self.url,
-                     attempts)
-            return self._adopt(conn)
+        conn, attempts = await reconnect(self.name, self.url, self.backoff, self.counters,
+                                         self._connect, _ConnectFailed, log)
+        log.info("%s: reconnected to %s after %d attempt(s)", self.name, self.url, attempts)
+        return self._adopt(conn)
 
     async def close(self) -> None:
         self._closing = True
