@@ -574,10 +574,9 @@ class Node:
                 # burst, and one copy heard from another neighbour cancels it
                 air = fs.face.airtime(len(a.packet))
                 delay = self._rng.uniform(air, max(air, self.policy.answer_window * air))
-                if relays.schedule(Relay(a.packet, kind, now + delay,
-                                         relays.redundancy - 1, a.fid, a.seq, a.cnr, True)):
-                    queued += 1
-                elif a.packet in relays:  # on its way already (a push)
+                if (relays.schedule(Relay(a.packet, kind, now + delay,
+                                          relays.redundancy - 1, a.fid, a.seq, a.cnr, True))
+                        or a.packet in relays):  # (else on its way already: a push)
                     queued += 1
             elif fs.queue.put(Queued(a.packet, Priority.ANSWER, kind, None, a.fid, a.seq,
                                      a.cnr)):

@@ -45,8 +45,16 @@ class RelayQueue:
     the order they were scheduled, since a receiver can only take an entry after its
     predecessor, a chunk after its entry, and any of them after the key."""
 
-    __slots__ = ("_feed_due", "_heap", "_items", "_seq", "capacity", "cancelled",
-                 "overflowed", "redundancy")
+    __slots__ = (
+        "_feed_due",
+        "_heap",
+        "_items",
+        "_seq",
+        "cancelled",
+        "capacity",
+        "overflowed",
+        "redundancy",
+    )
 
     def __init__(self, redundancy: int, capacity: int) -> None:
         self.redundancy = redundancy

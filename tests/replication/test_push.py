@@ -168,7 +168,7 @@ def test_relays_of_one_feed_leave_in_order_whatever_their_delay() -> None:
     q.schedule(Relay(b"chunk", FrameKind.CHUNK, 1.0, 1, fid, 1, 0))  # drawn earlier
     q.schedule(Relay(b"other", FrameKind.ENTRY, 2.0, 1, b"\x01" * 32, 1))
     order = []
-    while (r := q.peek()) is not None:
+    while q.peek() is not None:
         order.append(q.pop().packet)
     assert order == [b"other", b"entry", b"chunk"]
     q.schedule(Relay(b"again", FrameKind.ENTRY, 0.0, 1, fid, 2))
