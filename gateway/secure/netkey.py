@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 
 __all__ = ["DEFAULT_NETWORK_KEY", "DEFAULT_NETWORK_LABEL", "SSB_MAIN_NETWORK_KEY",
@@ -31,10 +32,8 @@ def parse_network_key(text: str) -> bytes:
     """64 hex digits or base64 of 32 bytes; ValueError naming the accepted forms."""
     text = text.strip()
     if len(text) == 64:
-        try:
+        with contextlib.suppress(ValueError):  # not hex: try base64 below
             return bytes.fromhex(text)
-        except ValueError:
-            pass
     try:
         key = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):

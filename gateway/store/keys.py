@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -67,11 +68,9 @@ def load_key(path: Path) -> FeedKey:
 def _remember_own_id(data_dir: Path, key: FeedKey) -> None:
     marker = data_dir / OWN_ID_FILE
     text = format_id(key.fid) + "\n"
-    try:
+    with contextlib.suppress(OSError):  # no marker yet (or unreadable): write it
         if marker.read_text() == text:
             return
-    except OSError:
-        pass
     try:
         write_atomic(marker, text.encode(), durable=True)
     except OSError as exc:  # a read-only data directory: the key itself is fine

@@ -68,7 +68,7 @@ async def main() -> None:
                 heard.append((await loop.sock_recvfrom(member, 2048))[0].decode())
         await host.until(lambda: len(host.frames) >= 1)
     except TimeoutError:
-        pass
+        pass  # nothing more within 2 s: the check below decides
     await asyncio.sleep(0.3)  # anything else on its way arrives meanwhile
     print(json.dumps({"link": sorted(f.decode() for _, f in host.frames), "eth0": heard,
                       "dropped_in": link.counters.dropped_in}))
