@@ -59,7 +59,7 @@ def test_scrub_cuts_a_damaged_feed_and_a_peer_fills_it_again(
     with DiskStore(a_dir, readonly=True) as store:  # entries 6..12 came again from b
         assert not check_feed(store, OTHER.fid).damaged
     assert st_b["scrub"]["damage_found"] == 0 and st_b["scrub"]["last_finding"] is None
-    text = render(st_a)
+    text = " ".join(render(st_a).split())  # the console may wrap the finding anywhere
     assert "scrub: " in text and "cut to 5 entries" in text
     assert "no damage found" in render(st_b)
 
@@ -91,5 +91,5 @@ def test_own_feed_damage_is_an_error_naming_verify_and_is_never_cut(
     assert len(errors) == 1 and errors[0].startswith(f"scrub: our own feed {format_id(own)}")
     assert "entry 2 of 5 is damaged" in errors[0] and "tinyssb verify" in errors[0]
     assert st["scrub"]["last_finding"]["cut_to"] is None
-    assert "not cut" in render(st)
+    assert "not cut" in " ".join(render(st).split())
     assert not (tmp_path / "feeds" / own.hex() / "quarantine").exists()
