@@ -38,8 +38,10 @@ lint: $(STAMP)
 	$(BIN)/mypy gateway
 
 # make flash                       list the boards
-# make flash BOARD=heltec_v3 PORT=/dev/ttyUSB0 MPY_IMAGE=ESP32_GENERIC_S3-....bin
-# DRY_RUN=1 prints the esptool/mpremote commands and installs nothing.
+# make flash BOARD=heltec_v3 PORT=/dev/ttyUSB0 [MPY_IMAGE=ESP32_GENERIC_S3-....bin]
+# Without MPY_IMAGE the MicroPython release pinned in hardware/boards/BOARD.json (url,
+# sha256) is downloaded, checked and cached in .cache/micropython/.
+# DRY_RUN=1 prints what it would download and run, and downloads and installs nothing.
 FLASH_STAMP := $(VENV)/.flash-stamp
 FLASH_ARGS   = $(if $(BOARD),--board $(BOARD)) $(if $(PORT),--port $(PORT)) \
                $(if $(MPY_IMAGE),--image $(MPY_IMAGE)) --python $(BIN)/python

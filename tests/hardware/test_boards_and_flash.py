@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +81,10 @@ def test_board_map(path: Path) -> None:
         assert isinstance(board.make_radio(cfg, object()), SX1276)
     gpio = pins[:2] + pins[3:]  # without the SPI bus id
     assert len(set(gpio)) == len(gpio), "a pin is used twice"
+    pin = cfg["micropython"]
+    assert pin["url"] == (f"https://micropython.org/resources/firmware/"
+                          f"{cfg['micropython_image']}-20251209-v{pin['version']}.bin")
+    assert pin["sha256"] is None or len(bytes.fromhex(pin["sha256"])) == 32
 
 
 def test_power_up_heltec_vext_and_tbeam_axp192_ldo2() -> None:
@@ -128,8 +136,130 @@ def test_make_flash_dry_run(path: Path) -> None:
     assert copy.endswith("main.py :main.py + reset")
 
 
-def test_flash_refuses_missing_image() -> None:
-    proc = subprocess.run([sys.executable, str(FLASH), "--board", "heltec_v2", "--port", "/x"],
+def test_flash_refuses_a_board_without_a_pinned_checksum(tmp_path: Path) -> None:
+    """The shipped board files pin the URL but no sha256 (none published to copy from)."""
+    proc = subprocess.run([sys.executable, str(FLASH), "--board", "heltec_v2", "--port", "/x",
+                           "--cache", str(tmp_path / "cache")],
                           capture_output=True, text=True, check=False)
-    assert proc.returncode == 2
-    assert "ESP32_GENERIC/" in proc.stderr
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == ("flash.py: error: no pinned checksum for heltec_v2; pass "
+                           "MPY_IMAGE=... or add sha256 to hardware/boards/heltec_v2.json\n")
+    assert not (tmp_path / "cache").exists()
+
+
+def test_make_flash_dry_run_without_image() -> None:
+    if shutil.which("make") is None:
+        pytest.skip("make not installed")
+    proc = subprocess.run(
+        ["make", "-s", "--no-print-directory", "flash", "DRY_RUN=1", "BOARD=heltec_v3",
+         "PORT=/dev/ttyUSB7"], cwd=ROOT, capture_output=True, text=True, check=True)
+    download, erase, write, copy = proc.stdout.strip().splitlines()
+    url = "https://micropython.org/resources/firmware/ESP32_GENERIC_S3-20251209-v1.27.0.bin"
+    cached = ROOT / ".cache" / "micropython" / Path(url).name
+    assert download.startswith(f"# download {url} -> {cached} (no pinned sha256;")
+    assert erase.endswith("erase-flash") and write.endswith(f"write-flash 0x0 {cached}")
+    assert copy.endswith("main.py :main.py + reset")
+    assert "no pinned checksum for heltec_v3" in proc.stderr
+
+
+class Served:
+    """A firmware image served over HTTP on 127.0.0.1, counting the requests."""
+
+    def __init__(self) -> None:
+        self.body = b"\xe9" + bytes(range(256)) * 64
+        self.requests = 0
+        served = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                served.requests += 1
+                if not self.path.endswith(".bin"):
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(served.body)))
+                self.end_headers()
+                self.wfile.write(served.body)
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/firmware/"
+
+
+@pytest.fixture
+def served() -> Iterator[Served]:
+    s = Served()
+    thread = threading.Thread(target=s.server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield s
+    finally:
+        s.server.shutdown()
+        s.server.server_close()
+        thread.join()
+
+
+def pin_board(tmp_path: Path, url: str, sha256: str | None) -> Path:
+    """A boards directory holding heltec_v3 pinned to ``url`` and ``sha256``."""
+    boards = tmp_path / "boards"
+    boards.mkdir()
+    cfg = json.loads((ROOT / "hardware/boards/heltec_v3.json").read_text())
+    cfg["micropython"] = {"version": "1.27.0", "url": url, "sha256": sha256}
+    (boards / "heltec_v3.json").write_text(json.dumps(cfg))
+    return boards
+
+
+def flash(boards: Path, cache: Path) -> subprocess.CompletedProcess[str]:
+    """flash.py without an image; esptool and mpremote replaced by `true`."""
+    true = shutil.which("true")
+    if true is None:
+        pytest.skip("no `true` command")
+    return subprocess.run([sys.executable, str(FLASH), "--boards", str(boards), "--board",
+                           "heltec_v3", "--port", "/dev/ttyFAKE", "--cache", str(cache),
+                           "--python", true], capture_output=True, text=True, check=False)
+
+
+def test_flash_downloads_verifies_caches_and_reuses(tmp_path: Path, served: Served) -> None:
+    url = served.url + "ESP32_GENERIC_S3-20251209-v1.27.0.bin"
+    boards = pin_board(tmp_path, url, hashlib.sha256(served.body).hexdigest().upper())
+    cache = tmp_path / "cache"
+    first = flash(boards, cache)
+    assert first.returncode == 0, first.stderr
+    image = cache / "ESP32_GENERIC_S3-20251209-v1.27.0.bin"
+    assert image.read_bytes() == served.body and [p.name for p in cache.iterdir()] == [image.name]
+    assert f"downloading MicroPython 1.27.0 for heltec_v3: {url}" in first.stdout
+    assert f"write-flash 0x0 {image}" in first.stdout
+    assert served.requests == 1
+    again = flash(boards, cache)
+    assert again.returncode == 0 and served.requests == 1  # from the cache
+    assert f"using cached {image} (sha256 verified)" in again.stdout
+    image.write_bytes(b"damaged")
+    assert flash(boards, cache).returncode == 0 and served.requests == 2
+    assert image.read_bytes() == served.body
+
+
+@pytest.mark.parametrize("case", ["mismatch", "not found"])
+def test_flash_download_refused_leaves_nothing(tmp_path: Path, served: Served,
+                                               case: str) -> None:
+    name = "ESP32_GENERIC_S3-x.bin" if case == "mismatch" else "missing.txt"
+    boards = pin_board(tmp_path, served.url + name, hashlib.sha256(b"other").hexdigest())
+    cache = tmp_path / "cache"
+    proc = flash(boards, cache)
+    assert proc.returncode == 2 and served.requests == 1
+    (line,) = proc.stderr.splitlines()
+    if case == "mismatch":
+        assert line.startswith(f"flash.py: error: checksum mismatch for {served.url}{name}: "
+                               f"sha256 {hashlib.sha256(served.body).hexdigest()}, pinned ")
+        assert line.endswith("; nothing kept")
+    else:
+        assert line == f"flash.py: error: download of {served.url}{name} failed: Not Found"
+    assert list(cache.iterdir()) == []  # no partial file
+    assert "erase-flash" not in proc.stdout
+
+
+def test_flash_version() -> None:
+    proc = subprocess.run([sys.executable, str(FLASH), "--version"], capture_output=True,
+                          text=True, check=True)
+    assert proc.stdout.startswith("flash.py (tinyssb) 0.")
