@@ -606,7 +606,27 @@ def build_parser() -> argparse.ArgumentParser:
     from spark.cli import add_spark_commands  # `analyze`, `capture convert`: the Spark jobs
 
     add_spark_commands(sub)
+    add_version_everywhere(p, f"tinyssb {__version__}")
     return p
+
+
+def add_version_everywhere(parser: argparse.ArgumentParser, version: str) -> None:
+    """``--version`` on every subcommand too (``tinyssb run --version``), as on the top."""
+    seen: set[int] = set()
+
+    def walk(p: argparse.ArgumentParser) -> None:
+        if id(p) in seen:
+            return
+        seen.add(id(p))
+        if "--version" not in p._option_string_actions:
+            p.add_argument("--version", action="version", version=version,
+                           help="print the version and exit")
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for child in action.choices.values():
+                    walk(child)
+
+    walk(parser)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

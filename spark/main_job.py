@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from gateway import __version__
+
 __all__ = ["main"]
 
 DEFAULT_SCENARIO = "grid-25"
@@ -64,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m spark.main_job",
                                  description="simulate a scenario under two policies and "
                                              "analyze the captures in Spark")
+    ap.add_argument("--version", action="version", version=f"tinyssb {__version__}")
     ap.add_argument("--scenario", default=DEFAULT_SCENARIO,
                     help=f"shipped scenario or .toml file (default {DEFAULT_SCENARIO})")
     ap.add_argument("--policies", default=DEFAULT_POLICIES,

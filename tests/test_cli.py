@@ -230,3 +230,22 @@ def test_json_on_the_commands_that_print_data(tmp_path: Path,
     doc = json.loads(out)
     assert rc == 0 and doc["meta"]["scenario"] == "line-5" and doc["capture"] is None
     assert doc["nodes"] == 5 and "tx" in doc
+
+
+def test_version_everywhere(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gateway import __version__
+    from spark import main_job
+
+    for command in ([], ["run"], ["status"], ["sim"], ["sim", "run"], ["analyze"],
+                    ["capture", "convert"], ["dongle", "info"], ["isp", "serve"]):
+        with pytest.raises(SystemExit) as exit_:
+            main(["--data", str(tmp_path), *command, "--version"])
+        assert exit_.value.code == 0
+        assert capsys.readouterr().out == f"tinyssb {__version__}\n", command
+    with pytest.raises(SystemExit):
+        main_job.main(["--version"])
+    assert capsys.readouterr().out == f"tinyssb {__version__}\n"
+    flash = Path(__file__).resolve().parents[1] / "hardware" / "flash.py"
+    out = subprocess.run([sys.executable, str(flash), "--version"], capture_output=True,
+                         text=True, check=True).stdout
+    assert out == f"flash.py (tinyssb) {__version__}\n"
