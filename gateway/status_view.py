@@ -75,13 +75,16 @@ def status_view(st: dict[str, Any]) -> Group:
     """The gateway's summary lines and its peers table."""
     node = st["node"]
     drops = ", ".join(f"{k} {v}" for k, v in sorted(node["drops"].items())) or "none"
+    # (a gateway older than the chain cap sends no such key)
+    ignored = (f", {node['chains_ignored']} side chains ignored (over max_chain_chunks)"
+               if node.get("chains_ignored") else "")
     head = Text.assemble(
         (f"gateway {st['name']}", "bold"), f"  {st['id']}  tinyssb {st.get('version', '?')}\n",
         f"up {st['uptime']:.0f} s, policy {st['policy']}, {st['feeds']} feeds, "
         f"{st['entries']} entries, GOSET {st['goset']['keys']} keys "
         f"(state {st['goset']['state']}...)\n",
         f"frames rx {node['rx']} tx {node['tx']}, stored {node['entries_stored']} entries "
-        f"{node['chunks_stored']} chunks, dropped: {drops}")
+        f"{node['chunks_stored']} chunks{ignored}, dropped: {drops}")
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     for name, justify in (("face / neighbour", "left"), ("kind", "left"),
                           ("last heard", "right"), ("RSSI / SNR", "left"),

@@ -433,6 +433,8 @@ class Gateway:
                      "tx_kinds": dict(node.stats.tx_kinds),
                      "entries_stored": node.stats.entries_stored,
                      "chunks_stored": node.stats.chunks_stored,
+                     # entries whose side chain exceeds max_chain_chunks: stored without it
+                     "chains_ignored": self.store.chains_ignored,
                      "drops": dict(node.stats.drops),
                      "airtime": round(node.stats.airtime, 3)},
             "capture": str(self.config.capture) if self.config.capture else None,
