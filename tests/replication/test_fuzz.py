@@ -1,10 +1,10 @@
 """Garbage in, nothing bad out: random and mutated frames never break a Node.
 
-A Node holding parts of three honest feeds (plus one of its own) is fed 100,000 frames:
-random bytes of random lengths, valid packets with flipped bits, cut short or extended,
-and frames that carry exactly the DMX values the Node listens to (the armed DMX of every
-feed's next entry, the GOSET DMX, its current WANT and CHNK DMX), on a plain face and on
-a CRC face. Afterwards:
+A Node holding parts of three honest feeds (plus one of its own) is fed 100,000 frames
+(1,000,000 with ``TINYSSB_LONG_FUZZ=1``): random bytes of random lengths, valid packets
+with flipped bits, cut short or extended, and frames that carry exactly the DMX values
+the Node listens to (the armed DMX of every feed's next entry, the GOSET DMX, its current
+WANT and CHNK DMX), on a plain face and on a CRC face. Afterwards:
 
 * ``receive`` never raised, and nothing the Node sent was longer than a packet, lacked
   its CRC on the CRC face, or was a zap;
@@ -18,8 +18,10 @@ A smaller hypothesis property drives fresh Nodes with generated frame sequences.
 
 from __future__ import annotations
 
+import os
 import random
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -301,12 +303,12 @@ def _done(dut: Node, peer: Node) -> bool:
             and dut.goset.keys == peer.goset.keys)
 
 
-def test_100k_garbage_frames_then_replication_still_works():
+def garbage_then_replication(n: int) -> None:
     rng = random.Random(20240917)
     dut = make_dut(DEFAULT, seed=1)
-    now = feed_garbage(dut, rng, 100_000)
+    now = feed_garbage(dut, rng, n)
     check_store(dut)
-    assert sum(dut.stats.drops.values()) > 50_000  # most of it was refused ...
+    assert sum(dut.stats.drops.values()) > n // 2  # most of it was refused ...
     assert dut.stats.entries_stored > 0  # ... and honest packets among it were taken
     # link it with an honest peer holding every honest feed, whose author of feed A
     # goes on writing: the Node still learns the news, and the peer learns the Node's feed
@@ -319,6 +321,18 @@ def test_100k_garbage_frames_then_replication_still_works():
         assert peer.publish(KEY_A, entry_content(entry), mesh.now).packet == entry.packet
     mesh.run_until(lambda: _done(dut, peer), limit=3600.0)
     check_store(dut)
+
+
+def test_100k_garbage_frames_then_replication_still_works():
+    garbage_then_replication(100_000)
+
+
+@pytest.mark.skipif(os.environ.get("TINYSSB_LONG_FUZZ") != "1",
+                    reason="the 1M-frame fuzz takes about half a minute; run it with "
+                           "TINYSSB_LONG_FUZZ=1 .venv/bin/pytest tests/replication/test_fuzz.py"
+                           " -k 1m")
+def test_1m_garbage_frames_then_replication_still_works():
+    garbage_then_replication(1_000_000)
 
 
 FRAMES = st.one_of(
