@@ -108,7 +108,8 @@ def prepare_datasets(request: AnalyzeRequest, step: Step) -> list[Dataset]:
             started = time.monotonic()
             ds = convert(captures, target, show_progress=request.show_progress,
                          sources=request.inputs)
-            step(f"converted {ds.records:,} records of {len(ds.runs)} runs in "
+            step(f"converted {ds.records:,} records of {len(ds.runs)} "
+                 f"run{'s' if len(ds.runs) != 1 else ''} in "
                  f"{time.monotonic() - started:.1f} s")
             datasets.append(ds)
     for ds in datasets:

@@ -3,7 +3,8 @@
 ``gateway/cli.py`` calls :func:`add_spark_commands` with its subparsers object::
 
     tinyssb analyze INPUT... --out DIR [--master URL] [--conf KEY=VALUE]... [--reconvert]
-    tinyssb capture convert CAPTURE... --out DATASET
+                    [--json]
+    tinyssb capture convert CAPTURE... --out DATASET [--json]
 
 INPUT is a capture file, a directory of captures (searched for ``*.cbor``) or a dataset
 written by ``capture convert``. Nothing Spark-related is imported until a command
@@ -13,10 +14,12 @@ runs, so the rest of ``tinyssb`` works without pyspark.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +101,12 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     request = AnalyzeRequest(args.inputs, Path(args.out), args.master, args.conf or [],
                              show_progress=not args.quiet, reconvert=args.reconvert)
     report = analyze(request, (lambda m: None) if args.quiet else _step)
-    print(report.text)
+    if args.json:  # what summary.json holds, and where the report is
+        summary = json.loads((report.out / "summary.json").read_text())
+        print(json.dumps({"out": str(report.out), "index": str(report.index),
+                          "summary": summary}, indent=1))
+    else:
+        print(report.text)
     return 0
 
 
@@ -112,7 +120,14 @@ def cmd_convert(args: argparse.Namespace) -> int:
     ds = convert(captures, Path(args.out), show_progress=not args.quiet, sources=args.inputs)
     for problem in ds.problems:
         print(f"problem: {problem}", file=sys.stderr)
-    print(f"{ds.records:,} records of {len(ds.runs)} runs in {ds.path}")
+    if args.json:
+        print(json.dumps({"dataset": str(ds.path), "records": ds.records,
+                          "runs": [{**asdict(run), "records": run.records} for run in ds.runs],
+                          "problems": [{**asdict(p), "text": str(p)} for p in ds.problems]},
+                         indent=1))
+        return 0
+    print(f"{ds.records:,} records of {len(ds.runs)} run{'s' if len(ds.runs) != 1 else ''} "
+          f"in {ds.path}")
     for run in ds.runs:
         print(f"  {run.id}: {run.scenario}, policy {run.policy}, {len(run.files)} file"
               f"{'s' if len(run.files) != 1 else ''}, {run.records:,} records")
@@ -140,6 +155,9 @@ def add_spark_commands(sub: Any) -> None:
                    help="convert CBOR inputs again even if DIR/dataset is current")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress output, only the summary")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON document (what summary.json holds, and where the "
+                        "report is) instead of the summary table")
 
     text = "work with capture files"
     cp = sub.add_parser("capture", help=text, description=text)
@@ -155,4 +173,6 @@ def add_spark_commands(sub: Any) -> None:
     c.add_argument("--out", "-o", required=True, metavar="DATASET",
                    help="dataset directory to write (replaced if it is a dataset)")
     c.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    c.add_argument("--json", action="store_true",
+                   help="print one JSON document: the dataset, its runs and problems")
     add_capture_pcap(csub)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -13,6 +14,7 @@ import pytest
 from gateway.cli import main
 
 from . import captures
+from .conftest import Campaign
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -72,6 +74,24 @@ def test_capture_convert_lists_runs_and_problems(tmp_path: Path,
     rc, _, err = run(capsys, "capture", "convert", str(tmp_path / "ds"), "--out",
                      str(tmp_path / "ds2"))
     assert rc == 2 and "is converted already" in err
+    rc, out, _ = run(capsys, "capture", "convert", str(tmp_path / "hand-ref.cbor"), "--out",
+                     str(tmp_path / "one"), "--quiet")
+    assert rc == 0 and f"29 records of 1 run in {tmp_path / 'one'}\n" in out
+
+
+def test_capture_convert_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    captures.write_hand_ref(tmp_path / "hand-ref.cbor")
+    torn, at = captures.write_torn(tmp_path / "cut.cbor")
+    rc, out, _ = run(capsys, "capture", "convert", str(tmp_path), "--out",
+                     str(tmp_path / "ds"), "--quiet", "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["dataset"] == str(tmp_path / "ds") and doc["records"] == 32
+    hand = next(r for r in doc["runs"] if r["id"] == "hand-ref")
+    assert (hand["scenario"], hand["policy"], hand["records"], len(hand["files"])) == (
+        "hand", "reference", 29, 1)
+    (problem,) = doc["problems"]
+    assert problem["file"] == str(torn) and problem["offset"] == at
+    assert problem["text"].startswith(f"{torn}: torn last record at byte {at}")
 
 
 def test_bad_master_url_is_named_in_one_line_and_nothing_is_created(
@@ -116,3 +136,27 @@ def test_ctrl_c_stops_spark_removes_the_output_and_exits_130(tmp_path: Path) -> 
     # nothing from the JVM or py4j on the terminal: only our own progress lines
     assert all(line.startswith("analyze: ") for line in lines[:-1]), "".join(lines)
     assert not out.exists()
+
+
+def test_analyze_json_is_one_document_and_one_run_is_singular(
+        campaign: Campaign, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI side of ``analyze --json``: the Spark part is the campaign's real analysis
+    (a second one would take ~10 s); the conversion of the input runs for real."""
+    import spark.analyze
+    from spark.report import Report
+
+    def analyzed(request: spark.analyze.AnalyzeRequest, step: spark.analyze.Step
+                 ) -> Report:
+        spark.analyze.prepare_datasets(request, step)
+        return Report(campaign.out, campaign.out / "index.html", campaign.summary, "text")
+
+    monkeypatch.setattr(spark.analyze, "analyze", analyzed)
+    src = captures.write_hand_ref(tmp_path / "hand-ref.cbor")
+    rc, out, err = run(capsys, "analyze", str(src), "--out", str(tmp_path / "r"), "--json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc == {"out": str(campaign.out), "index": str(campaign.out / "index.html"),
+                   "summary": json.loads((campaign.out / "summary.json").read_text())}
+    assert doc["summary"]["format"] == "tinyssb-analysis" and len(doc["summary"]["runs"]) == 7
+    assert "analyze: converted 29 records of 1 run in " in err and "1 runs" not in err
