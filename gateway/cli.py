@@ -240,7 +240,10 @@ def cmd_follow(args: argparse.Namespace) -> int:
                 length = store.replica(fid).max_seq if fid in store else 0
                 while shown < length and store.read_content(fid, shown + 1) is not None:
                     shown += 1
-                    _show_entry(store, fid, shown, raw=False)
+                    if args.json:  # JSON lines: one entry per line, as `cat --json` has it
+                        print(json.dumps(_entry_json(store, fid, shown)))
+                    else:
+                        _show_entry(store, fid, shown, raw=False)
             sys.stdout.flush()
             time.sleep(args.interval)
     except KeyboardInterrupt:
@@ -595,6 +598,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("feed", help="@<base64>.ed25519, 64 hex digits, or 'me'")
     sp.add_argument("--since", type=int, default=0, help="start after this seq (default 0)")
     sp.add_argument("--interval", type=float, default=1.0, help="poll interval, seconds")
+    sp.add_argument("--json", action="store_true",
+                    help="JSON lines: one entry per line (the fields of `cat --json`)")
 
     add_dongle_commands(sub)
     add_gateway_commands(sub, UserError, data_dir)

@@ -223,6 +223,17 @@ def test_json_on_the_commands_that_print_data(tmp_path: Path,
     (entry,) = json.loads(out)
     assert (entry["seq"], entry["complete"], entry["chunks"]) == (1, True, 0)
     assert bipf.decode(base64.b64decode(entry["content_base64"]))[2] == "hi"
+    rc, out, _ = run(capsys, data, "publish", "there", "--json")
+
+    def stop(_: float) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("gateway.cli.time.sleep", stop)
+        rc, out, _ = run(capsys, data, "follow", "me", "--json")
+    lines = [json.loads(line) for line in out.splitlines()]  # JSON lines
+    assert rc == 0 and [e["seq"] for e in lines] == [1, 2]
+    assert lines[0] == entry and lines[1]["text"].count("there") == 1
     rc, out, _ = run(capsys, data, "sim", "list", "--json")
     assert rc == 0 and {s["name"] for s in json.loads(out)} >= {"line-5", "city-100"}
     rc, out, _ = run(capsys, data, "sim", "run", "line-5", "--duration", "60",
