@@ -2,7 +2,7 @@
 
 The network key (SHS's "network identifier") is mixed into every handshake message: a
 peer with another key cannot even get past the first message. Each deployment should
-pick its own (``tinyssb secure-key`` prints a fresh one); gateways that set none use
+pick its own (``tinyssb network-key`` prints a fresh one); gateways that set none use
 the tinySSB default, which is public and so only keeps tinySSB gateways apart from
 other SHS networks. It is ``sha256("tinySSB gateway network v1")``, deliberately not
 Scuttlebutt's main-net key, so our gateways never answer SSB peers by accident.
@@ -41,7 +41,7 @@ def parse_network_key(text: str) -> bytes:
     if len(key) == 32:
         return key
     raise ValueError("a network key is 32 bytes as 64 hex digits or base64 (44 characters); "
-                     "`tinyssb secure-key` makes one")
+                     "`tinyssb network-key` makes one")
 
 
 def describe_network_key(key: bytes) -> str:

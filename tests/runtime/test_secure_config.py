@@ -94,6 +94,12 @@ def test_network_key_prints_a_fresh_key(tmp_path: Path,
         assert main(["--data", str(tmp_path), "network-key"]) == 0
         keys.append(parse_network_key(capsys.readouterr().out))
     assert keys[0] != keys[1] and DEFAULT_NETWORK_KEY not in keys
+    # a bad key's message names this very command (it once named `tinyssb secure-key`)
+    with pytest.raises(ValueError, match="`tinyssb network-key` makes one"):
+        parse_network_key("zz")
+    from gateway.secure import netkey
+    assert "``tinyssb network-key``" in (netkey.__doc__ or "")
+    assert "secure-key" not in Path(netkey.__file__).read_text()
 
 
 def _write(tmp_path: Path, text: str) -> Path:
