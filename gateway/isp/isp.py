@@ -152,6 +152,13 @@ class IspSide(Side):
             log.info("%s: %s asked again for subscription %s; not forwarded again",
                      ctx.node.name, fid_s(c.client_root), fid_s(same.ref))
             return
+        if (earlier := self._asked_before(c, ref, msg)) is not None:
+            # the same request after it was answered (a rejection, not found) or ended: a
+            # new request of the client names a new c2c feed
+            log.info("%s: %s repeated its request %s (%s); not forwarded again",
+                     ctx.node.name, fid_s(c.client_root), fid_s(earlier),
+                     self.state.outcomes.get(earlier, "ended"))
+            return
         target = self.contract_of(msg.target_root)
         if target is None or target is c or target.phase is not Phase.ESTABLISHED:
             ctx.send(c.own_ctrl, SubRespIsp(ref, False, reason=REASON_NOT_FOUND))
@@ -164,6 +171,19 @@ class IspSide(Side):
         self.state.set_outcome(ref, "pending")
         log.info("%s: %s asks %s for a subscription (ref %s)", ctx.node.name,
                  fid_s(c.client_root), fid_s(msg.target_root), fid_s(ref))
+
+    def _asked_before(self, c: Contract, ref: bytes, msg: SubReq) -> bytes | None:
+        """The ref of an earlier sub_req of ``c``'s client naming the same peer and c2c
+        feed as ``msg`` (written as ``ref``), if there is one."""
+        if c.peer_ctrl is None:
+            return None
+        for _, mid, earlier in self.ctx.messages(c.peer_ctrl):
+            if mid == ref:
+                return None
+            if (isinstance(earlier, SubReq) and earlier.target_root == msg.target_root
+                    and earlier.c2c == msg.c2c):
+                return mid
+        return None
 
     def _on_sub_resp(self, c: Contract, msg: SubResp) -> None:
         ctx = self.ctx

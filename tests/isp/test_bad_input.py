@@ -10,7 +10,7 @@ import logging
 
 import pytest
 
-from gateway.isp.messages import FeedhoppingNext, FeedhoppingPrev
+from gateway.isp.messages import FeedhoppingNext, FeedhoppingPrev, Message, decode_message
 from gateway.wire import bipf
 from gateway.wire.entry import (
     PACKET_LEN,
@@ -199,3 +199,103 @@ def test_a_replayed_sub_req_is_not_forwarded_again(w: World,
     assert b.e.requests() == []  # (before: a new pending request at the other client)
     assert len(a.e.subscriptions()) == 1 and len(b.e.subscriptions()) == 1
     exchange_works(w)
+
+
+# --- replayed control entries (issue 14, case 9, beyond sub_req) ---------------------------
+# A replay is an entry whose content the client wrote before, written again (a client
+# that re-sends it, or a copy of the entry): the ISP acts on it once.
+
+def kinds(p: Peer, fid: bytes) -> list[str]:
+    """The tinyISP message types written to ``fid`` as ``p`` holds it, in order."""
+    out = []
+    for seq in range(1, p.store.replica(fid).max_seq + 1):
+        content = p.store.read_content(fid, seq)
+        msg = decode_message(content) if content is not None else None
+        out.append(msg.kind if msg is not None else "-")
+    return out
+
+
+def replay(w: World, p: Peer, fid: bytes, kind: str) -> Message:
+    """Write ``p``'s first ``kind`` message on its feed ``fid`` again."""
+    for seq in range(1, p.store.replica(fid).max_seq + 1):
+        content = p.store.read_content(fid, seq)
+        msg = decode_message(content) if content is not None else None
+        if msg is not None and msg.kind == kind:
+            write(w, p, fid, content)
+            return msg
+    raise AssertionError(f"no {kind} on {fid.hex()[:8]}")
+
+
+def test_a_replayed_onboard_ack_is_not_answered_again(w: World) -> None:
+    a = w.peers["c0"]
+    (ac,) = a.e.contracts()
+    to_a = isp_contract(w, "c0").ctrl_out
+    before = kinds(w.peers["isp"], to_a)
+    assert before.count("onboard_ack") == 1
+    replay(w, a, ac.ctrl_out, "onboard_ack")
+    w.run_for(30.0)
+    assert kinds(w.peers["isp"], to_a) == before  # no second onboard_ack, nothing else
+    assert isp_contract(w, "c0").state == "established"
+    exchange_works(w)
+
+
+def test_a_replayed_acceptance_is_not_passed_on_again(w: World,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    a, b = w.peers["c0"], w.peers["c1"]
+    (bc,) = b.e.contracts()
+    to_a = isp_contract(w, "c0").ctrl_out
+    before = kinds(w.peers["isp"], to_a)
+    assert before.count("sub_resp_isp") == 1
+    caplog.set_level(logging.INFO)
+    replay(w, b, bc.ctrl_out, "sub_resp")
+    w.run_until(lambda: logged(caplog, "not pending", logging.INFO))
+    w.run_for(30.0)
+    assert kinds(w.peers["isp"], to_a) == before  # a hears of the acceptance once
+    assert len(a.e.subscriptions()) == 1 and len(b.e.subscriptions()) == 1
+    exchange_works(w)
+
+
+def test_a_replayed_rejection_and_the_rejected_request_have_no_second_effect(
+        caplog: pytest.LogCaptureFixture) -> None:
+    w = star(3)
+    for name in ("c0", "c1", "c2"):
+        onboard(w, name)
+    a, c = w.peers["c0"], w.peers["c2"]
+    ref = c.e.subscribe(a.root.fid, w.now)
+    w.pump()
+    w.run_until(lambda: any(r.ref == ref for r in a.e.requests()))
+    a.e.reject(ref, w.now)
+    w.pump()
+    w.run_until(lambda: c.e.outcome(ref) == "rejected")
+    to_c, to_a = isp_contract(w, "c2").ctrl_out, isp_contract(w, "c0").ctrl_out
+    before_c, before_a = kinds(w.peers["isp"], to_c), kinds(w.peers["isp"], to_a)
+    assert before_c.count("sub_resp_isp") == 1 and before_a.count("sub_req_isp") == 1
+    caplog.set_level(logging.INFO)
+    (ac,) = a.e.contracts()
+    replay(w, a, ac.ctrl_out, "sub_resp")  # the rejection again
+    (cc,) = c.e.contracts()
+    replay(w, c, cc.ctrl_out, "sub_req")  # and the request it rejected
+    w.run_for(30.0)
+    assert kinds(w.peers["isp"], to_c) == before_c  # c hears "rejected" once
+    assert kinds(w.peers["isp"], to_a) == before_a  # a is not asked again
+    assert a.e.requests() == [] and c.e.outcome(ref) == "rejected"
+    assert a.e.subscriptions() == [] and c.e.subscriptions() == []
+    # a request of its own (a new c2c feed) is a new request, forwarded as usual
+    subscribe(w, "c2", "c0")
+
+
+def test_a_replayed_farewell_init_is_acknowledged_once(w: World,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    a, i = w.peers["c0"], w.peers["isp"]
+    (ac,) = a.e.contracts()
+    to_a = isp_contract(w, "c0").ctrl_out
+    caplog.set_level(logging.INFO)
+    a.e.leave(w.now)
+    w.pump()
+    w.run_until(lambda: "farewell_ack" in kinds(i, to_a))
+    replay(w, a, ac.ctrl_out, "farewell_init")
+    w.run_until(lambda: logged(caplog, "farewell_init in phase", logging.INFO))
+    seen = kinds(i, to_a)
+    assert seen.count("farewell_ack") == 1 and seen.count("farewell_init") == 0
+    w.run_until(lambda: a.e.contracts() == [] and len(i.e.contracts()) == 1)
+    assert (ac.id, "terminated") in a.e.ended() and (ac.id, "terminated") in i.e.ended()
