@@ -152,9 +152,10 @@ class IspSide(Side):
             log.info("%s: %s asked again for subscription %s; not forwarded again",
                      ctx.node.name, fid_s(c.client_root), fid_s(same.ref))
             return
-        if (earlier := self._asked_before(c, ref, msg)) is not None:
-            # the same request after it was answered (a rejection, not found) or ended: a
-            # new request of the client names a new c2c feed
+        earlier = self._asked_before(c, ref, msg)
+        if earlier is not None and self.state.outcomes.get(earlier) != REASON_NOT_FOUND:
+            # the same request after the other side answered it (or it ended): a new
+            # request names a new c2c feed. (One that found nobody may be asked again.)
             log.info("%s: %s repeated its request %s (%s); not forwarded again",
                      ctx.node.name, fid_s(c.client_root), fid_s(earlier),
                      self.state.outcomes.get(earlier, "ended"))

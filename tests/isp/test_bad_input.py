@@ -299,3 +299,17 @@ def test_a_replayed_farewell_init_is_acknowledged_once(w: World,
     assert seen.count("farewell_ack") == 1 and seen.count("farewell_init") == 0
     w.run_until(lambda: a.e.contracts() == [] and len(i.e.contracts()) == 1)
     assert (ac.id, "terminated") in a.e.ended() and (ac.id, "terminated") in i.e.ended()
+
+
+def test_a_request_that_found_nobody_may_be_sent_again() -> None:
+    """No one was asked: the same sub_req once the peer is a client reaches it."""
+    w = star(2)
+    onboard(w, "c1")
+    a, b = w.peers["c0"], w.peers["c1"]
+    ref = b.e.subscribe(a.root.fid, w.now)
+    w.pump()
+    w.run_until(lambda: b.e.outcome(ref) == "not_found")
+    onboard(w, "c0")
+    (bc,) = b.e.contracts()
+    replay(w, b, bc.ctrl_out, "sub_req")
+    w.run_until(lambda: [r.requester for r in a.e.requests()] == [b.root.fid])
