@@ -76,6 +76,7 @@ class NodeStats:
     queue_dropped: int = 0
     relays_cancelled: int = 0  # relays given up: enough neighbours sent the same packet
     relays_stale: int = 0  # relays given up: the budget held them past ``push_stale``
+    relays_skipped: int = 0  # relays left out: nobody relays on what we relay (a leaf)
     orphans_adopted: int = 0  # kept frames stored once their predecessor arrived
     no_echo: int = 0  # our relays of entries that no neighbour relayed on
     hints: int = 0  # requests brought forward by a frame we could not place
@@ -704,15 +705,26 @@ class Node:
                                   + self._rng.uniform(0.0, 0.25))
             else:
                 delay = self._rng.uniform(0.0, window)
-            if p.push_echo_weight and heard_on is not None and fs.density > 1.0:
+            skip = False
+            if heard_on is not None and (p.push_echo_weight or p.push_echo_skip):
+                dense = min(1.0, max(0.0, fs.density - 1.0) / p.push_echo_density)
                 # only where neighbours relay what we hear (a dense mesh): a lone bridge
                 # between two parts of a sparse mesh must not hold back
-                dense = min(1.0, (fs.density - 1.0) / p.push_echo_density)
                 delay += window * p.push_echo_weight * dense * (1.0 - fs.echo_rate)
+                # where nobody else relays what we hear, our relays that nobody relays on
+                # reach nobody new (a leaf): while airtime is scarce most are left out; a
+                # bridge's are taken on
+                skip = (kind is not FrameKind.NOVELTY and p.push_echo_skip > 0
+                        and self._airtime_scarce(fs, now)
+                        and self._rng.random()
+                        < p.push_echo_skip * (1.0 - dense) * (1.0 - fs.echo_rate))
             if name == heard_on:
                 fs.copies[packet] = 1
                 if len(fs.copies) > _COPIES_KEPT:
                     fs.density += 0.05 * (fs.copies.popitem(last=False)[1] - fs.density)
+            if skip:
+                self.stats.relays_skipped += 1
+                continue
             heard = int(name == heard_on)
             if kind is FrameKind.NOVELTY:  # cheap, and every frame of its feed needs it
                 heard -= p.push_novelty_extra
@@ -828,6 +840,11 @@ class Node:
         if silent and isinstance(fs.timer, RepairTimer) and self._agreed(now):
             self.stats.no_echo += 1
             fs.timer.advertise(now)
+
+    def _airtime_scarce(self, fs: _FaceState, now: float) -> bool:
+        """Has a push face spent more than ``push_skip_load`` of its airtime budget?"""
+        return (fs.budget is not None and fs.budget.used(now) > self.policy.push_skip_load
+                * fs.face.duty_cycle * fs.face.duty_window)
 
     def _budget_low(self, fs: _FaceState, now: float) -> bool:
         """Is less than ``push_reserve`` of a push face's airtime budget left?"""
