@@ -55,14 +55,22 @@ STOP_TIMEOUT = 60.0  # seconds to wait for Spark to cancel its jobs and stop
 
 
 class _Py4jNoise(logging.Filter):
-    """py4j reports a call cut short by Ctrl-C on the *root* logger, with a traceback;
-    that is expected when the user interrupts, so it goes to debug level only."""
+    """py4j reports a call cut short by Ctrl-C on the *root* logger, and a connection
+    the interrupt broke on its own loggers (``py4j.clientserver``: "Exception occurred
+    while shutting down connection"), each with a traceback; that is expected when the
+    user interrupts, so it goes to debug level only."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.name == "root" and "py4j" in record.pathname.replace("\\", "/"):
+        own = record.name.startswith("py4j") and record.levelno >= logging.WARNING
+        if own or (record.name == "root" and "py4j" in record.pathname.replace("\\", "/")):
             log.debug("py4j: %s", record.getMessage())
             return False
         return True
+
+
+# a logger's filters see only the records logged to it by name (not those propagated
+# from its children), so the filter sits on root and on each py4j logger that reports
+_PY4J_LOGGERS = ("", "py4j", "py4j.clientserver", "py4j.java_gateway")
 
 
 def _quiet_interrupts() -> None:
@@ -71,9 +79,10 @@ def _quiet_interrupts() -> None:
     fails with pages of errors); :func:`stop_quietly` cancels the jobs afterwards."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    root = logging.getLogger()
-    if not any(isinstance(f, _Py4jNoise) for f in root.filters):
-        root.addFilter(_Py4jNoise())
+    for name in _PY4J_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _Py4jNoise) for f in logger.filters):
+            logger.addFilter(_Py4jNoise())
 
 
 def stop_quietly() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from spark.jvm_output import JvmOutput
-from spark.session import _local_cores, build_session, parse_conf
+from spark.session import _local_cores, _quiet_interrupts, build_session, parse_conf
 
 from .conftest import TEST_CONF
 
@@ -53,3 +54,40 @@ def test_jvm_output_stays_off_the_terminal_but_the_stage_bar_and_the_reason_do_n
     assert "[Stage 0:>          (0 + 2) / 4]" in err  # Spark's progress bar passes
     assert jvm.last_error() == "Master must either be yarn or start with spark, k8s, or local"
     assert jvm.lines[0].endswith("Unable to load native-hadoop")
+
+
+class _Seen(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_py4j_errors_of_an_interrupted_call_stay_off_the_terminal() -> None:
+    # Ctrl-C during analyze broke py4j's connection: py4j logs an ERROR with a traceback
+    # on its own logger ("Exception occurred while shutting down connection") and on
+    # root; neither may reach a handler (the terminal), ours only at debug level
+    _quiet_interrupts()
+    seen = _Seen()
+    root = logging.getLogger()
+    root.addHandler(seen)
+    ours = logging.getLogger("spark.session")
+    level = ours.level
+    ours.setLevel(logging.DEBUG)
+    try:
+        try:
+            raise BrokenPipeError(32, "Broken pipe")
+        except BrokenPipeError:
+            logging.getLogger("py4j.clientserver").exception(
+                "Exception occurred while shutting down connection")
+            logging.getLogger("py4j.java_gateway").warning("closing down")
+        logging.getLogger("tinyssb").warning("our own warning")
+    finally:
+        root.removeHandler(seen)
+        ours.setLevel(level)
+    shown = [(r.name, r.levelno) for r in seen.records if r.levelno >= logging.INFO]
+    assert shown == [("tinyssb", logging.WARNING)]
+    assert any(r.name == "spark.session" and "shutting down connection" in r.getMessage()
+               for r in seen.records)
