@@ -21,7 +21,9 @@ from .dataset import Dataset, DatasetError, file_stamp, is_dataset
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from .metrics import Tables
     from .report import Report
+    from .small import SmallTables
 
 __all__ = ["AnalyzeRequest", "InputError", "analyze", "find_inputs", "prepare_datasets"]
 
@@ -30,7 +32,8 @@ log = logging.getLogger(__name__)
 Step = Callable[[str], None]
 
 # up to this many runs, the tables built after the passes over the records (per run,
-# node and entry: small) are kept in one partition
+# node and entry: small) are computed on the driver from the passes' aggregates (in
+# Spark, kept in one partition, when told to)
 ONE_PARTITION_RUNS = 128
 
 
@@ -46,6 +49,9 @@ class AnalyzeRequest:
     conf: list[tuple[str, str]] = field(default_factory=list)
     show_progress: bool = True
     reconvert: bool = False  # convert CBOR inputs even when OUT/dataset is current
+    # compute the tables after the passes on the driver (None: when there are at most
+    # ONE_PARTITION_RUNS runs) or in Spark
+    tables_on_driver: bool | None = None
 
 
 def find_inputs(paths: Sequence[str]) -> tuple[list[Path], list[Path]]:
@@ -152,15 +158,23 @@ def _analyze(request: AnalyzeRequest, step: Step, spark: SparkSession | None) ->
         step(f"starting Spark ({request.master or 'as spark-submit says'})")
         spark = build_session(request.master, request.conf)
     from .dataset import load_records, runs_frame
-    from .metrics import compute
+    from .metrics import compute, compute_on_driver
     from .report import write_report
 
     started = time.monotonic()
     runs = sum(len(ds.runs) for ds in datasets)
     step(f"analyzing {runs} run{'s' if runs != 1 else ''}, "
          f"{sum(ds.records for ds in datasets):,} records")
-    tables = compute(load_records(spark, datasets), runs_frame(spark, datasets), step,
-                     one_partition=runs <= ONE_PARTITION_RUNS)
+    on_driver = request.tables_on_driver
+    if on_driver is None:
+        on_driver = runs <= ONE_PARTITION_RUNS
+    records = load_records(spark, datasets)
+    tables: Tables | SmallTables
+    if on_driver:
+        tables = compute_on_driver(records, [r for ds in datasets for r in ds.runs], step)
+    else:
+        tables = compute(records, runs_frame(spark, datasets), step,
+                         one_partition=runs <= ONE_PARTITION_RUNS)
     report = write_report(spark, tables, datasets, request.out, step)
     step(f"report written in {time.monotonic() - started:.1f} s")
     return report

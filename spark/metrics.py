@@ -31,15 +31,17 @@ records are read twice (pass 1: items held and the catalogue, in one aggregation
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from .dataset import RunInfo
 from .schema import COLLISION, DUTY_CYCLE, ENTRY_ITEM, NO_MATCH, NODE_REASONS, PAYLOAD_KINDS
+from .small import SmallTables, compute_small
 
-__all__ = ["Tables", "compute"]
+__all__ = ["Tables", "compute", "compute_on_driver"]
 
 
 @dataclass(slots=True)
@@ -258,6 +260,25 @@ def _pct(col: str | Column, p: float) -> Column:
     """The ``p`` percentile as :func:`gateway.stats.percentile` defines it (linear
     interpolation between the closest ranks, which is Spark's ``percentile``)."""
     return F.percentile(F.col(col) if isinstance(col, str) else col, F.lit(p))
+
+
+def compute_on_driver(records: DataFrame, runs: Sequence[RunInfo],
+                      step: Callable[[str], None] | None = None) -> SmallTables:
+    """Every table of a campaign of up to a hundred runs or so: the two passes over the
+    records in Spark, their small aggregates (per item held, per traffic cell) collected
+    once, the tables computed from them on the driver (:mod:`spark.small`)."""
+    if step is not None:
+        step("pass 1/2 over the records: items stored and frames sent or decoded")
+    evidence = _evidence(records).coalesce(1).localCheckpoint()
+    items = _items(evidence)
+    item_rows = items.toArrow().to_pylist()
+    if step is not None:
+        step("pass 2/2: frames, bytes, airtime and duplicates by node and kind")
+    traffic_rows = _traffic(records, items, _catalogue(evidence)).toArrow().to_pylist()
+    if step is not None:
+        step(f"tables from {len(item_rows):,} items held and {len(traffic_rows):,} "
+             "traffic rows, on the driver")
+    return compute_small(item_rows, traffic_rows, runs)
 
 
 TRAFFIC_SUMS = ("tx_frames", "tx_bytes", "tx_air", "rx_frames", "rx_bytes", "rx_air",
