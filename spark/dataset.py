@@ -32,6 +32,8 @@ DATASET_VERSION = 1
 MANIFEST = "manifest.json"
 AIR_BOUND_KEY = "airtime_lower_bound_s"  # capture header key of the airtime lower bound
 RECORDS = "records"
+LISTING_THRESHOLD_KEY = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+LISTING_THRESHOLD = 1024  # run directories listed by the driver itself (Spark: 32)
 
 
 class DatasetError(Exception):
@@ -159,6 +161,12 @@ def load_records(spark: SparkSession, datasets: Sequence[Dataset]) -> DataFrame:
                 raise DatasetError(f"run {run.id!r} is in both {seen[run.id]} and {ds.path}; "
                                    "convert them together or rename one")
             seen[run.id] = ds.path
+    # a dataset has one directory per run: Spark lists more than 32 directories with a
+    # Spark job of its own (seconds on a cold JVM); a campaign's few hundred run
+    # directories are listed faster here, on the driver
+    conf = spark.sparkContext.getConf()
+    if not conf.contains(LISTING_THRESHOLD_KEY):
+        spark.conf.set(LISTING_THRESHOLD_KEY, str(LISTING_THRESHOLD))
     frames = [spark.read.schema(spark_schema()).parquet(str(ds.path / RECORDS))
               for ds in datasets if ds.runs]
     if not frames:

@@ -39,7 +39,7 @@ from pyspark.sql import functions as F
 
 from .dataset import RunInfo
 from .schema import COLLISION, DUTY_CYCLE, ENTRY_ITEM, NO_MATCH, NODE_REASONS, PAYLOAD_KINDS
-from .small import SmallTables, compute_small
+from .small import SmallTables, compute_small, held_items
 
 __all__ = ["Tables", "compute", "compute_on_driver"]
 
@@ -270,8 +270,10 @@ def compute_on_driver(records: DataFrame, runs: Sequence[RunInfo],
     if step is not None:
         step("pass 1/2 over the records: items stored and frames sent or decoded")
     evidence = _evidence(records).coalesce(1).localCheckpoint()
-    items = _items(evidence)
-    item_rows = items.toArrow().to_pylist()
+    item_rows = held_items(evidence.where("is_item")
+                           .select("run", "node", "feed", "seq", "cnr", "t", "own_t")
+                           .toArrow().to_pylist())
+    items = _items(evidence)  # the same, in Spark: broadcast to pass 2
     if step is not None:
         step("pass 2/2: frames, bytes, airtime and duplicates by node and kind")
     traffic_rows = _traffic(records, items, _catalogue(evidence)).toArrow().to_pylist()

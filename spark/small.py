@@ -25,7 +25,7 @@ import pyarrow as pa
 from .dataset import RunInfo
 from .schema import COLLISION, DUTY_CYCLE, ENTRY_ITEM, NODE_REASONS, PAYLOAD_KINDS
 
-__all__ = ["SCHEMAS", "SmallTables", "compute_small", "spark_percentile"]
+__all__ = ["SCHEMAS", "SmallTables", "compute_small", "held_items", "spark_percentile"]
 
 Row = dict[str, Any]
 
@@ -172,6 +172,22 @@ def _group(rows: Iterable[Row], key: Callable[[Row], Any]) -> dict[Any, list[Row
 
 def _hex(value: bytes | None) -> str | None:
     return None if value is None else value.hex()
+
+
+def held_items(evidence: Iterable[Row]) -> list[Row]:
+    """:func:`spark.metrics._items` on the driver: per (run, node, feed, seq, item) the
+    first time held (``t``) and published (``own_t``), from pass 1's item evidence."""
+    out: dict[tuple[Any, ...], Row] = {}
+    for e in evidence:
+        item = ENTRY_ITEM if e["cnr"] is None else e["cnr"]
+        key = (e["run"], e["node"], e["feed"], e["seq"], item)
+        row = out.get(key)
+        if row is None:
+            out[key] = {"run": e["run"], "node": e["node"], "feed": e["feed"], "seq": e["seq"],
+                        "item": item, "t": e["t"], "own_t": e["own_t"]}
+        else:
+            row["t"], row["own_t"] = _min(row["t"], e["t"]), _min(row["own_t"], e["own_t"])
+    return list(out.values())
 
 
 # --- the tables ---------------------------------------------------------------------------
