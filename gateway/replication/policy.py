@@ -242,7 +242,11 @@ IP = replace(
     goset_probation=900.0,  # over IP a feed's entries follow its key within seconds
     push=False,
     hint_unmatched=False,
+    # a differing claim restarts Trickle, as a new key does: without it (the radio
+    # preset's quiet GOSET) two gateways took 236 s of rounds to agree on 50 keys
+    # instead of 9 s (tests/replication/test_ip_goset.py)
     goset_reset_on_add=True,
+    goset_reset_on_claim=True,
     novelties=True,
 )
 

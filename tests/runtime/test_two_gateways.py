@@ -88,7 +88,11 @@ def test_udp_multicast_on_loopback(tmp_path: Path, feeds: list[list[Entry]]) -> 
     populate(a, small)
     port = free_port()
     config = tmp_path / "udp.toml"
-    config.write_text(f'[udp]\ninterface = "127.0.0.1"\nloopback = true\nport = {port}\n')
+    # the face's pace (25 frames/s after 4 by default, for small radio peers: 2,100
+    # frames took 90 s here) raised for two gateways on one host; tests/replication/
+    # test_pacing.py checks the default pace itself
+    config.write_text(f'[udp]\ninterface = "127.0.0.1"\nloopback = true\nport = {port}\n'
+                      'rate = 400\nburst = 16\n')
     procs = [tinyssb(d, "run", "--config", str(config), "--name", d.name,
                      log=tmp_path / f"{d.name}.log") for d in (a, b)]
     try:
