@@ -79,6 +79,10 @@ class Policy:
     rtt_backoff: float = 1.5  # rtt multiplier after a period without arrivals
     rtt_alpha: float = 0.5  # weight of the old rtt when a sample arrives
     backoff_per_cycle: bool = False  # back off only after a whole pass over the set is quiet
+    # point-to-point faces: while answers keep arriving, the next request waits until
+    # they pause for a quarter of the rtt (the reference asks every rtt, answers on
+    # their way or not, and is answered twice)
+    request_after_answers: bool = False
     rearm_on_hint: bool = False  # request at once when a peer's WANT shows it has more
     suppress_overheard: bool = False  # drop queued packets a neighbour just sent
     # on a radio face, wait U(0, tx_jitter x airtime) before a frame goes out, so that
@@ -237,6 +241,7 @@ IP = replace(
     rtt_max=5.0,
     rtt_min=0.005,
     suppress_overheard=False,
+    request_after_answers=True,
     # no pushing, novelties one per round, a new key restarts Trickle
     goset_respond_holdoff=120.0,
     goset_probation=900.0,  # over IP a feed's entries follow its key within seconds

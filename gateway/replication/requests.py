@@ -246,6 +246,10 @@ class RequestTimer:
     def arrival(self, now: float) -> None:
         """An entry or chunk we asked for arrived."""
         self._arrived = self._cycle_arrived = True
+        if self.policy.request_after_answers and self._sent_at is not None:
+            # answers still coming: the next request waits until they pause, or it
+            # would ask again for what is on its way (and be answered twice)
+            self.next_at = max(self.next_at, now + self.rtt / 4)
         if self._sent_at is None or self._sampled:
             return
         self._sampled = True

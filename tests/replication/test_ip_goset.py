@@ -47,3 +47,24 @@ def test_fifty_feeds_replicate_within_seconds_of_virtual_time() -> None:
                 for i in range(50)}
     took = mesh.run_until(lambda: converged([b], expected), 600)
     assert took < 30
+
+
+def test_under_ip_the_next_request_waits_until_the_answers_pause() -> None:
+    # answers to one WANT stream in over TCP for a while; a request sent meanwhile asks
+    # again for what is on its way and is answered twice (100 x 1,000 entries over
+    # loopback WebSocket: 2.95 frames per item delivered; 1.03 with the pause)
+    from gateway.replication.requests import RequestTimer
+
+    for pol, waits in ((preset("ip"), True), (preset("reference"), False)):
+        timer = RequestTimer(pol, 0.0, lambda: 0.0)
+        timer.sent(0.0)
+        timer.arrival(0.01)
+        after_first = timer.next_at
+        t = 0.02
+        while t < 1.0:  # an answer every 10 ms for a second
+            timer.arrival(t)
+            t += 0.01
+        if waits:
+            assert timer.next_at >= 0.99 + timer.rtt / 4 > after_first
+        else:  # the reference asks every rtt after its request, answers coming or not
+            assert timer.next_at == after_first
