@@ -157,15 +157,25 @@ def _plots(spark: SparkSession, tables: Tables, summary: dict[str, Any],
     runs = summary["runs"]
     if not runs:
         return {}
-    made: dict[str, str] = {}
     run_keys = tables.runs.select("run", "scenario", "policy", "origin_t")
-    series = _curve_series(spark, tables, runs, run_keys)
-    plots.convergence_plot(series, where / "convergence.png")
+    return _draw(where, runs, _curve_series(spark, tables, runs, run_keys),
+                 _latency_series(tables, summary["groups"], run_keys),
+                 _rows(tables.group_kind),
+                 lambda scenario, nodes: _node_maps(tables, run_keys, scenario, nodes))
+
+
+def _draw(where: Path, runs: list[dict[str, Any]], curve: list[plots.Series],
+          latency: list[plots.Series], group_kind: list[dict[str, Any]],
+          node_maps: Callable[[str, dict[str, tuple[float, float]]], list[plots.NodeMap]],
+          ) -> dict[str, str]:
+    """The plots of a report from their series, whichever way the tables were computed;
+    ``{name: relative path}``."""
+    made: dict[str, str] = {}
+    plots.convergence_plot(curve, where / "convergence.png")
     made["convergence"] = "plots/convergence.png"
-    plots.latency_plot(_latency_series(tables, summary["groups"], run_keys),
-                       where / "latency_cdf.png")
+    plots.latency_plot(latency, where / "latency_cdf.png")
     made["latency_cdf"] = "plots/latency_cdf.png"
-    bars = airtime_bars(_rows(tables.group_kind))
+    bars = airtime_bars(group_kind)
     if bars:
         plots.airtime_plot(bars, where / "airtime_by_kind.png")
         made["airtime_by_kind"] = "plots/airtime_by_kind.png"
@@ -173,7 +183,7 @@ def _plots(spark: SparkSession, tables: Tables, summary: dict[str, Any],
         where_nodes = positions(scenario)
         if where_nodes is None:
             continue
-        maps = _node_maps(tables, run_keys, scenario, where_nodes)
+        maps = node_maps(scenario, where_nodes)
         if maps:
             name = f"heatmap-{scenario}"
             plots.heatmap_plot(maps, where / f"{name}.png")
@@ -282,32 +292,16 @@ def _small_plots(tables: SmallTables, summary: dict[str, Any], where: Path) -> d
     runs = summary["runs"]
     if not runs:
         return {}
-    made: dict[str, str] = {}
     keys = {r["run"]: (r["scenario"], r["policy"], r["origin_t"]) for r in runs}
     done = [d for d in tables.deliveries if d["tracked"] and d["complete"] and d["run"] in keys]
-    plots.convergence_plot(_small_curve_series(runs, keys, done), where / "convergence.png")
-    made["convergence"] = "plots/convergence.png"
     latencies: dict[tuple[str, str], list[float]] = {}
     for d in done:
         if d["own"] is False and d["latency"] is not None:
             s, p, _ = keys[d["run"]]
             latencies.setdefault((s, p), []).append(d["latency"])
-    plots.latency_plot(_small_latency_series(latencies), where / "latency_cdf.png")
-    made["latency_cdf"] = "plots/latency_cdf.png"
-    bars = airtime_bars(tables.group_kind)
-    if bars:
-        plots.airtime_plot(bars, where / "airtime_by_kind.png")
-        made["airtime_by_kind"] = "plots/airtime_by_kind.png"
-    for scenario in sorted({r["scenario"] for r in runs}):
-        where_nodes = positions(scenario)
-        if where_nodes is None:
-            continue
-        maps = _small_node_maps(tables, keys, scenario, where_nodes)
-        if maps:
-            name = f"heatmap-{scenario}"
-            plots.heatmap_plot(maps, where / f"{name}.png")
-            made[name] = f"plots/{name}.png"
-    return made
+    return _draw(where, runs, _small_curve_series(runs, keys, done),
+                 _small_latency_series(latencies), tables.group_kind,
+                 lambda scenario, nodes: _small_node_maps(tables, keys, scenario, nodes))
 
 
 def _small_curve_series(runs: list[dict[str, Any]], keys: dict[str, tuple[Any, Any, Any]],

@@ -33,7 +33,7 @@ _S, _L, _D, _B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
 
 
 def _schema(*cols: tuple[str, Any] | tuple[str, Any, bool]) -> pa.Schema:
-    return pa.schema([pa.field(c[0], c[1], c[2] if len(c) > 2 else True)  # type: ignore[misc]
+    return pa.schema([pa.field(c[0], c[1], c[2] if len(c) > 2 else True)
                       for c in cols])
 
 
@@ -252,8 +252,8 @@ def _entries(items: list[Row]) -> tuple[dict[tuple[Any, ...], Row], list[Row]]:
     for it in items:
         if it["own_t"] is None:
             continue
-        key = (it["run"], it["feed"], it["seq"])
-        pub = published.setdefault(key, {"pub_t": None, "pub_items": 0, "set": set(),
+        pkey = (it["run"], it["feed"], it["seq"])
+        pub = published.setdefault(pkey, {"pub_t": None, "pub_items": 0, "set": set(),
                                          "author": None})
         pub["pub_t"] = _min(pub["pub_t"], it["own_t"])
         pub["pub_items"] += 1
@@ -277,16 +277,16 @@ def _entries(items: list[Row]) -> tuple[dict[tuple[Any, ...], Row], list[Row]]:
     publishing = {k[0] for k in published}
     entries = []
     for (run, feed, seq), s in seen.items():
-        pub = published.get((run, feed, seq))
+        pb = published.get((run, feed, seq))
         entries.append({
-            "run": run, "feed": feed, "seq": seq, "published": pub is not None,
-            "tracked": pub is not None or run not in publishing,
-            "author": pub["author"] if pub is not None and pub["author"] is not None
+            "run": run, "feed": feed, "seq": seq, "published": pb is not None,
+            "tracked": pb is not None or run not in publishing,
+            "author": pb["author"] if pb is not None and pb["author"] is not None
             else s["first"][1],
-            "pub_t": pub["pub_t"] if pub else None,
-            "first_t": pub["pub_t"] if pub and pub["pub_t"] is not None else s["first_store_t"],
-            "items": pub["pub_items"] if pub else s["max_held"],
-            "item_set": sorted(pub["set"]) if pub else sorted(s["set"]),
+            "pub_t": pb["pub_t"] if pb else None,
+            "first_t": pb["pub_t"] if pb and pb["pub_t"] is not None else s["first_store_t"],
+            "items": pb["pub_items"] if pb else s["max_held"],
+            "item_set": sorted(pb["set"]) if pb else sorted(s["set"]),
             "last_store_t": s["last_store_t"]})
     return node_entry, entries
 
@@ -367,14 +367,15 @@ def _entries_table(entries: list[Row], pairs: list[Row], traffic: list[Row]) -> 
     out = []
     for e in entries:
         key = (e["run"], e["feed"], e["seq"])
-        s = status.get(key)
-        complete_all = None if s is None else s["held_by"] == s["nodes"]
-        complete_all_t = _max(s["last"], e["first_t"]) if complete_all else None
+        st = status.get(key)
+        complete_all = None if st is None else st["held_by"] == st["nodes"]
+        complete_all_t = _max(st["last"], e["first_t"]) if st is not None and complete_all \
+            else None
         d = dup.get(key, [0, 0])
         out.append({"run": e["run"], "feed": _hex(e["feed"]), "seq": e["seq"],
                     "published": e["published"], "tracked": e["tracked"],
                     "author": e["author"], "first_t": e["first_t"], "items": e["items"],
-                    "nodes": s["nodes"] if s else None, "held_by": s["held_by"] if s else None,
+                    "nodes": st["nodes"] if st else None, "held_by": st["held_by"] if st else None,
                     "complete_all": complete_all, "complete_all_t": complete_all_t,
                     "spread": _sub(complete_all_t, e["first_t"]),
                     "last_progress_t": e["last_store_t"],
@@ -406,15 +407,15 @@ def _nodes_table(run_nodes: list[tuple[str, Any]], tracked: list[Row], node_kind
         sp[0], sp[1] = _min(sp[0], i["t"]), _max(sp[1], i["t"])
     out = []
     for run, node in run_nodes:
-        s = status.get((run, node), {"entries": 0, "held": 0, "done_t": None})
-        acc = sums.get((run, node))
-        row: Row = {"run": run, "node": node, "entries": s["entries"], "held": s["held"]}
+        st = status.get((run, node), {"entries": 0, "held": 0, "done_t": None})
+        got = sums.get((run, node))
+        row: Row = {"run": run, "node": node, "entries": st["entries"], "held": st["held"]}
         for c in (*TRAFFIC_SUMS, "payload_received"):
-            value = _sum(acc[c]) if acc is not None else None
+            value = _sum(got[c]) if got is not None else None
             row[c] = value if value is not None else (0.0 if c.endswith("_air") else 0)
         row["first_t"], row["last_t"] = span.get((run, node), [None, None])
         row["complete"] = row["held"] == row["entries"]
-        row["complete_t"] = s["done_t"] if row["complete"] else None
+        row["complete_t"] = st["done_t"] if row["complete"] else None
         row["share"] = row["held"] / row["entries"] if row["entries"] > 0 else 1.0
         out.append(row)
     return out
