@@ -191,9 +191,11 @@ def _draw(where: Path, runs: list[dict[str, Any]], curve: list[plots.Series],
     return made
 
 
-def _curve_series(spark: SparkSession, tables: Tables, runs: list[dict[str, Any]],
-                  run_keys: DataFrame) -> list[plots.Series]:
-    """Per (scenario, policy): share of all its runs' (node, entry) pairs held over time."""
+def _curve_groups(runs: list[dict[str, Any]]) -> tuple[dict[tuple[str, str], float],
+                                                       dict[tuple[str, str], int],
+                                                       dict[tuple[str, str], int]]:
+    """Per (scenario, policy): the longest run's span, its runs' (node, entry) pairs and
+    how many runs it has."""
     horizon: dict[tuple[str, str], float] = {}
     pairs: dict[tuple[str, str], int] = {}
     count: dict[tuple[str, str], int] = {}
@@ -203,6 +205,13 @@ def _curve_series(spark: SparkSession, tables: Tables, runs: list[dict[str, Any]
         horizon[key] = max(horizon.get(key, 0.0), end)
         pairs[key] = pairs.get(key, 0) + r["nodes"] * r["entries"]
         count[key] = count.get(key, 0) + 1
+    return horizon, pairs, count
+
+
+def _curve_series(spark: SparkSession, tables: Tables, runs: list[dict[str, Any]],
+                  run_keys: DataFrame) -> list[plots.Series]:
+    """Per (scenario, policy): share of all its runs' (node, entry) pairs held over time."""
+    horizon, pairs, count = _curve_groups(runs)
     widths = spark.createDataFrame(
         [(s, p, max(h, 1.0) / CURVE_BINS) for (s, p), h in horizon.items()],
         "scenario string, policy string, width double")
@@ -307,15 +316,7 @@ def _small_plots(tables: SmallTables, summary: dict[str, Any], where: Path) -> d
 def _small_curve_series(runs: list[dict[str, Any]], keys: dict[str, tuple[Any, Any, Any]],
                         done: list[dict[str, Any]]) -> list[plots.Series]:
     """As :func:`_curve_series`: share of a group's pairs held over time, in bins."""
-    horizon: dict[tuple[str, str], float] = {}
-    pairs: dict[tuple[str, str], int] = {}
-    count: dict[tuple[str, str], int] = {}
-    for r in runs:
-        key = (r["scenario"], r["policy"])
-        end = max((r["end_t"] or 0.0) - (r["origin_t"] or 0.0), r["duration"] or 0.0)
-        horizon[key] = max(horizon.get(key, 0.0), end)
-        pairs[key] = pairs.get(key, 0) + r["nodes"] * r["entries"]
-        count[key] = count.get(key, 0) + 1
+    horizon, pairs, count = _curve_groups(runs)
     widths = {key: max(h, 1.0) / CURVE_BINS for key, h in horizon.items()}
     bins: dict[tuple[str, str], dict[int, int]] = {}
     for d in done:
