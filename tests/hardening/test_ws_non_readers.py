@@ -21,6 +21,7 @@ from gateway.runtime.control import request
 from gateway.store import DiskStore
 from gateway.store.keys import load_or_create_key
 from gateway.transports.websocket import WsSettings
+from gateway.wire.entry import FeedKey
 from gateway.wire.goset import want_dmx, xor_keys
 from gateway.wire.want import encode_want
 
@@ -39,15 +40,22 @@ def rss_kib(pid: int) -> int:
     raise AssertionError(f"no VmRSS for {pid}")
 
 
+def _store_and_greedy_want(data: Path, feeds: list) -> tuple[FeedKey, bytes]:
+    """Fill ``data`` with ``feeds`` and an own first entry; the own key, and a WANT for
+    every feed from its start under that GOSET (what a non-reading attacker sends over
+    and over)."""
+    populate(data, feeds)
+    key, _ = load_or_create_key(data)
+    with DiskStore(data) as store:
+        store.publish(key, b"first")
+    keys = sorted([f[0].fid for f in feeds] + [key.fid])
+    return key, encode_want(want_dmx(xor_keys(keys)), 0, [1] * len(keys))
+
+
 def test_non_readers_do_not_stall_status_sigterm_or_the_honest_peer(tmp_path: Path) -> None:
     feeds = build_feeds(20, 60, tag=91)
     a, b = tmp_path / "a", tmp_path / "b"
-    populate(a, feeds)
-    key, _ = load_or_create_key(a)
-    with DiskStore(a) as store:
-        store.publish(key, b"first")
-    keys = sorted([f[0].fid for f in feeds] + [key.fid])
-    want = encode_want(want_dmx(xor_keys(keys)), 0, [1] * len(keys))
+    key, want = _store_and_greedy_want(a, feeds)
     port = free_port()
     ga = tinyssb(a, "run", "--ws-listen", f"127.0.0.1:{port}", "--name", "a",
                  log=tmp_path / "a.log")
@@ -156,12 +164,7 @@ def test_a_peer_that_stops_reading_is_dropped(tmp_path: Path,
 
     caplog.set_level(logging.INFO, logger="gateway.transports.websocket")
     feeds = build_feeds(3, 20, tag=92)
-    populate(tmp_path, feeds)
-    key, _ = load_or_create_key(tmp_path)
-    with DiskStore(tmp_path) as store:
-        store.publish(key, b"first")
-    keys = sorted([f[0].fid for f in feeds] + [key.fid])
-    want = encode_want(want_dmx(xor_keys(keys)), 0, [1] * len(keys))
+    _, want = _store_and_greedy_want(tmp_path, feeds)
     server = WebSocketServer(0, "127.0.0.1",
                              settings=WsSettings(ping_interval=0.5, ping_timeout=0.5))
 
