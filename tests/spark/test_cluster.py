@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import shutil
 import socket
@@ -22,10 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 import pyspark
 import pytest
 
+from .compare import report_rows, same
 from .conftest import Campaign
 
 HOST = "127.0.0.1"
@@ -100,21 +99,6 @@ def standalone_cluster(work: Path, workers: int = 2) -> Iterator[tuple[str, int]
                 proc.wait()
 
 
-def _rows(report: Path, table: str) -> list[dict[str, Any]]:
-    rows = pq.read_table(report / "tables" / f"{table}.parquet").to_pylist()
-    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, float) and isinstance(b, float):
-        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return bool(a == b)
-
-
 def test_standalone_cluster_computes_what_local_mode_computes(
         campaign: Campaign, tmp_path: Path) -> None:
     assert campaign.rc == 0
@@ -135,9 +119,9 @@ def test_standalone_cluster_computes_what_local_mode_computes(
     assert [a["name"] for a in apps] == ["tinyssb-analyze"]  # it ran on this cluster
     assert done.stdout.splitlines()[0] == campaign.stdout.splitlines()[0]
     for name in campaign.summary["tables"]:
-        cluster, local = _rows(report, name), _rows(campaign.out, name)
+        cluster, local = report_rows(report, name), report_rows(campaign.out, name)
         assert len(cluster) == len(local), name
         for got, want in zip(cluster, local, strict=True):
-            assert _same(got, want), (name, got, want)
+            assert same(got, want), (name, got, want)
     with pytest.raises(OSError):  # the cluster is gone
         socket.create_connection((HOST, int(url.rsplit(":", 1)[1])), timeout=2).close()

@@ -3,8 +3,6 @@ the tables computed in Spark (``spark.metrics.compute``, larger campaigns)."""
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -14,22 +12,12 @@ from pyspark.sql import SparkSession
 from spark.analyze import AnalyzeRequest, analyze
 from spark.small import spark_percentile
 
+from .compare import report_rows, same
 from .conftest import Campaign
 
 
-def _rows(report: Path, table: str) -> list[dict[str, Any]]:
-    rows = pq.read_table(report / "tables" / f"{table}.parquet").to_pylist()
-    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
-
-
 def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, float) and isinstance(b, float):
-        return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return type(a) is type(b) and bool(a == b)
+    return same(a, b, rel_tol=1e-12, strict_types=True)
 
 
 def test_tables_in_spark_equal_the_tables_on_the_driver(
@@ -47,7 +35,7 @@ def test_tables_in_spark_equal_the_tables_on_the_driver(
         assert [(f.name, f.type) for f in local] == \
             [(f.name, f.type) for f in pq.read_schema(next(
                 (out / "tables" / f"{name}.parquet").glob("*.parquet")))], name
-        in_spark, on_driver = _rows(out, name), _rows(campaign.out, name)
+        in_spark, on_driver = report_rows(out, name), report_rows(campaign.out, name)
         assert len(in_spark) == len(on_driver), name
         for got, want in zip(in_spark, on_driver, strict=True):
             assert _same(got, want), (name, got, want)
