@@ -208,37 +208,49 @@ def _curve_groups(runs: list[dict[str, Any]]) -> tuple[dict[tuple[str, str], flo
     return horizon, pairs, count
 
 
-def _curve_series(spark: SparkSession, tables: Tables, runs: list[dict[str, Any]],
-                  run_keys: DataFrame) -> list[plots.Series]:
-    """Per (scenario, policy): share of all its runs' (node, entry) pairs held over time."""
-    horizon, pairs, count = _curve_groups(runs)
-    widths = spark.createDataFrame(
-        [(s, p, max(h, 1.0) / CURVE_BINS) for (s, p), h in horizon.items()],
-        "scenario string, policy string, width double")
-    held = (tables.deliveries.where(F.col("tracked") & F.col("complete"))
-            .join(F.broadcast(run_keys), "run").join(F.broadcast(widths), ["scenario", "policy"])
-            .groupBy("scenario", "policy",
-                     F.ceil((F.col("complete_t") - F.col("origin_t")) / F.col("width"))
-                     .alias("bin"))
-            .agg(F.count("*").alias("n"), F.first("width").alias("width")))
-    bins: dict[tuple[str, str], list[tuple[int, int, float]]] = {}
-    for row in held.collect():
-        bins.setdefault((row["scenario"], row["policy"]), []).append(
-            (row["bin"], row["n"], row["width"]))
+def _widths(horizon: dict[tuple[str, str], float]) -> dict[tuple[str, str], float]:
+    """Per group: the width of one of the curve's ``CURVE_BINS`` time bins."""
+    return {key: max(h, 1.0) / CURVE_BINS for key, h in horizon.items()}
+
+
+def _curves(horizon: dict[tuple[str, str], float], pairs: dict[tuple[str, str], int],
+            count: dict[tuple[str, str], int], bins: dict[tuple[str, str], dict[int, int]],
+            ) -> list[plots.Series]:
+    """The convergence curves from the pairs completed per time bin of each group."""
+    widths = _widths(horizon)
     out = []
     for key, end in horizon.items():
         xs, ys = [0.0], [0.0]
         total = pairs[key]
         acc = 0
-        for b, n, width in sorted(bins.get(key, [])):
+        for b, n in sorted(bins.get(key, {}).items()):
             acc += n
-            xs.append(max(b, 0) * width)
+            xs.append(max(b, 0) * widths[key])
             ys.append(acc / total if total else 1.0)
         xs.append(max(end, xs[-1]))
         ys.append(ys[-1] if total else 1.0)
         runs_note = f" ({count[key]} runs)" if count[key] > 1 else ""
         out.append(plots.Series(key[0], key[1], xs, ys, f"{key[1]}{runs_note}"))
     return out
+
+
+def _curve_series(spark: SparkSession, tables: Tables, runs: list[dict[str, Any]],
+                  run_keys: DataFrame) -> list[plots.Series]:
+    """Per (scenario, policy): share of all its runs' (node, entry) pairs held over time."""
+    horizon, pairs, count = _curve_groups(runs)
+    widths = spark.createDataFrame(
+        [(s, p, w) for (s, p), w in _widths(horizon).items()],
+        "scenario string, policy string, width double")
+    held = (tables.deliveries.where(F.col("tracked") & F.col("complete"))
+            .join(F.broadcast(run_keys), "run").join(F.broadcast(widths), ["scenario", "policy"])
+            .groupBy("scenario", "policy",
+                     F.ceil((F.col("complete_t") - F.col("origin_t")) / F.col("width"))
+                     .alias("bin"))
+            .agg(F.count("*").alias("n")))
+    bins: dict[tuple[str, str], dict[int, int]] = {}
+    for row in held.collect():
+        bins.setdefault((row["scenario"], row["policy"]), {})[row["bin"]] = row["n"]
+    return _curves(horizon, pairs, count, bins)
 
 
 def _latency_series(tables: Tables, groups: list[dict[str, Any]],
@@ -317,7 +329,7 @@ def _small_curve_series(runs: list[dict[str, Any]], keys: dict[str, tuple[Any, A
                         done: list[dict[str, Any]]) -> list[plots.Series]:
     """As :func:`_curve_series`: share of a group's pairs held over time, in bins."""
     horizon, pairs, count = _curve_groups(runs)
-    widths = {key: max(h, 1.0) / CURVE_BINS for key, h in horizon.items()}
+    widths = _widths(horizon)
     bins: dict[tuple[str, str], dict[int, int]] = {}
     for d in done:
         s, p, origin = keys[d["run"]]
@@ -326,20 +338,7 @@ def _small_curve_series(runs: list[dict[str, Any]], keys: dict[str, tuple[Any, A
         b = math.ceil((d["complete_t"] - origin) / widths[(s, p)])
         per = bins.setdefault((s, p), {})
         per[b] = per.get(b, 0) + 1
-    out = []
-    for key, end in horizon.items():
-        xs, ys = [0.0], [0.0]
-        total = pairs[key]
-        acc = 0
-        for b, n in sorted(bins.get(key, {}).items()):
-            acc += n
-            xs.append(max(b, 0) * widths[key])
-            ys.append(acc / total if total else 1.0)
-        xs.append(max(end, xs[-1]))
-        ys.append(ys[-1] if total else 1.0)
-        runs_note = f" ({count[key]} runs)" if count[key] > 1 else ""
-        out.append(plots.Series(key[0], key[1], xs, ys, f"{key[1]}{runs_note}"))
-    return out
+    return _curves(horizon, pairs, count, bins)
 
 
 def _small_latency_series(values: dict[tuple[str, str], list[float]]) -> list[plots.Series]:
