@@ -25,6 +25,10 @@ def percentile(values: Sequence[float], p: float) -> float:
         raise ValueError(f"a percentile is 0..1, got {p}")
     ordered = sorted(values)
     h = (len(ordered) - 1) * p
-    low = math.floor(h)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (h - low) * (ordered[high] - ordered[low])
+    low, high = math.floor(h), math.ceil(h)
+    lo, hi = float(ordered[low]), float(ordered[high])
+    if high == low or lo == hi:
+        return lo
+    # weighted as Spark SQL's percentile weighs them, so that both give the same float to
+    # the last bit, not merely the same value
+    return (high - h) * lo + (h - low) * hi

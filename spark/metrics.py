@@ -38,7 +38,15 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from .dataset import RunInfo
-from .schema import COLLISION, DUTY_CYCLE, ENTRY_ITEM, NO_MATCH, NODE_REASONS, PAYLOAD_KINDS
+from .schema import (
+    COLLISION,
+    DUTY_CYCLE,
+    ENTRY_ITEM,
+    NO_MATCH,
+    NODE_REASONS,
+    PAYLOAD_KINDS,
+    TRAFFIC_SUMS,
+)
 from .small import SmallTables, compute_small, held_items
 
 __all__ = ["Tables", "compute", "compute_on_driver"]
@@ -282,9 +290,6 @@ def compute_on_driver(records: DataFrame, runs: Sequence[RunInfo],
              "traffic rows, on the driver")
     return compute_small(item_rows, traffic_rows, runs)
 
-
-TRAFFIC_SUMS = ("tx_frames", "tx_bytes", "tx_air", "rx_frames", "rx_bytes", "rx_air",
-                "duplicates", "redundant", "lost", "collisions", "refused", "drops")
 
 
 def compute(records: DataFrame, runs: DataFrame,

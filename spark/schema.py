@@ -26,9 +26,14 @@ __all__ = [
     "NO_MATCH",
     "PAYLOAD_KINDS",
     "RECORD_COLUMNS",
+    "TRAFFIC_SUMS",
     "arrow_schema",
     "spark_schema",
 ]
+
+# the traffic counts summed per (run, node, kind) and per node in the tables
+TRAFFIC_SUMS = ("tx_frames", "tx_bytes", "tx_air", "rx_frames", "rx_bytes", "rx_air",
+                "duplicates", "redundant", "lost", "collisions", "refused", "drops")
 
 # (name, type): "string", "long", "double", "binary"; the order of the Parquet columns
 RECORD_COLUMNS: tuple[tuple[str, str], ...] = (

@@ -15,15 +15,23 @@ false, ``greatest`` skips nulls.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
 import pyarrow as pa
 
+from gateway.stats import percentile
+
 from .dataset import RunInfo
-from .schema import COLLISION, DUTY_CYCLE, ENTRY_ITEM, NODE_REASONS, PAYLOAD_KINDS
+from .schema import (
+    COLLISION,
+    DUTY_CYCLE,
+    ENTRY_ITEM,
+    NODE_REASONS,
+    PAYLOAD_KINDS,
+    TRAFFIC_SUMS,
+)
 
 __all__ = ["SCHEMAS", "SmallTables", "compute_small", "held_items", "spark_percentile"]
 
@@ -36,9 +44,6 @@ def _schema(*cols: tuple[str, Any] | tuple[str, Any, bool]) -> pa.Schema:
     return pa.schema([pa.field(c[0], c[1], c[2] if len(c) > 2 else True)
                       for c in cols])
 
-
-TRAFFIC_SUMS = ("tx_frames", "tx_bytes", "tx_air", "rx_frames", "rx_bytes", "rx_air",
-                "duplicates", "redundant", "lost", "collisions", "refused", "drops")
 _SUM_TYPES = [(c, _D if c.endswith("_air") else _L) for c in TRAFFIC_SUMS]
 
 # the tables' columns and types: what Spark wrote for the same tables
@@ -135,17 +140,10 @@ def _sub(a: float | None, b: float | None) -> float | None:
 
 
 def spark_percentile(values: Iterable[float | None], p: float) -> float | None:
-    """Spark SQL's ``percentile`` (and ``median``, p = 0.5): nulls ignored, exact, linear
-    interpolation between the closest ranks, computed as Spark computes it."""
-    ordered = sorted(v for v in values if v is not None)
-    if not ordered:
-        return None
-    position = (len(ordered) - 1) * p
-    lower, higher = math.floor(position), math.ceil(position)
-    lo, hi = float(ordered[lower]), float(ordered[higher])
-    if higher == lower or lo == hi:
-        return lo
-    return (higher - position) * lo + (position - lower) * hi
+    """Spark SQL's ``percentile`` (and ``median``, p = 0.5) over a column: nulls ignored,
+    null when nothing is left; the project's one definition (:mod:`gateway.stats`)."""
+    present = [float(v) for v in values if v is not None]
+    return percentile(present, p) if present else None
 
 
 def _avg(values: Sequence[Any]) -> float | None:

@@ -176,8 +176,9 @@ def test_a_peer_that_stops_reading_is_dropped(tmp_path: Path,
                             close_timeout=0.1) as deaf:
 
                 async def read() -> None:
-                    async for _ in reader:
-                        pass
+                    """The honest peer: it takes every frame it is sent (and drops it)."""
+                    async for frame in reader:
+                        del frame
 
                 reading = asyncio.get_running_loop().create_task(read())
                 await until(lambda: len(server.describe()["peers"]) == 2)

@@ -182,7 +182,7 @@ class Served:
                 self.wfile.write(served.body)
 
             def log_message(self, *_: Any) -> None:
-                pass
+                """No access line per request on the test's stderr."""
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/firmware/"
