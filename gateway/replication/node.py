@@ -57,6 +57,7 @@ _RECENT_MAX = 2048  # data packets remembered as held, to tell a neighbour's new
 _COPIES_KEPT = 64  # items whose copies are counted until they make way (mesh density)
 _ECHO_ALPHA = 0.1  # weight of one relay's outcome in a face's echo rate
 _ORPHANS_MAX = 64
+_WEAK_KEPT = 64  # weakly heard requests remembered per push face
 _ANSWERED_KEPT = 8  # requests per face whose answers are recognised as still queued
 STORE_RETRY = 10.0  # s: after a failed store write (disk full), no ingest attempt this long
 _ORPHAN_LIFE = 600.0  # seconds an unplaced frame is kept at most once it prompted a claim  # unplaced packet-sized frames kept in case their predecessor comes next
@@ -82,13 +83,14 @@ class NodeStats:
     hints: int = 0  # requests brought forward by a frame we could not place
     pushed: int = 0  # frames sent unasked (push faces)
     answered: int = 0  # frames sent in answer to a WANT/CHNK on push faces
+    weak_requests: int = 0  # requests over a weak link left for stronger neighbours
 
 
 class _FaceState:
     __slots__ = ("answered", "bucket", "budget", "builder", "copies", "credit", "density",
                  "echo_rate", "echoes", "face",
                  "heard_requests", "jittered", "next_tx", "queue", "relays", "set_builders",
-                 "set_next", "set_turn", "timer")
+                 "set_next", "set_turn", "timer", "weak_requests")
 
     def __init__(self, face: Face, timer: RequestTimer | RepairTimer, builder: RequestBuilder,
                  relays: RelayQueue | None = None, credit: AnswerCredit | None = None) -> None:
@@ -99,6 +101,9 @@ class _FaceState:
         # WANT/CHNK heard from neighbours since our last request round (push faces): ours
         # would say the same, and the answers to theirs reach us too
         self.heard_requests: set[bytes] = set()
+        # requests heard over a weak link (push faces), when first heard: answered only
+        # when the same request comes again (no stronger neighbour's answer reached it)
+        self.weak_requests: OrderedDict[bytes, float] = OrderedDict()
         # request -> the first answer we queued for it (point-to-point faces): the same
         # request again while that answer still waits is answered already
         self.answered: OrderedDict[bytes, bytes] = OrderedDict()
@@ -568,6 +573,9 @@ class Node:
                 fs.answered.popitem(last=False)
         queued = 0
         relays = fs.relays
+        if (relays is not None and request is not None and answers
+                and self._weak_request(now, fs, request)):
+            return 0
         for a in answers:
             kind = FrameKind.ENTRY if a.cnr is None else FrameKind.CHUNK
             if relays is not None:
@@ -583,6 +591,29 @@ class Node:
                                      a.cnr)):
                 queued += 1
         return queued
+
+    def _weak_request(self, now: float, fs: _FaceState, request: bytes) -> bool:
+        """Does ``request`` (heard on push face ``fs``) wait for a repeat before we answer?
+
+        A request heard less than ``answer_snr_margin`` dB above the demodulation floor
+        came over a link that rarely carries the answers back; its asker most likely has
+        stronger neighbours, whose answers reach it. Only when the same request comes
+        again (within ``answer_weak_memory``: nothing reached the asker) do we answer.
+        Where airtime is plentiful (less than ``push_skip_load`` of the budget spent) a
+        long shot costs little, and a sparse mesh may have no stronger link: answer."""
+        margin = self.policy.answer_snr_margin
+        if (not margin or self._snr is None or self._snr >= self.policy.push_snr_low + margin
+                or not self._airtime_scarce(fs, now)):
+            return False
+        weak = fs.weak_requests
+        first = weak.pop(request, None)
+        if first is not None and now - first <= self.policy.answer_weak_memory:
+            return False
+        weak[request] = now
+        if len(weak) > _WEAK_KEPT:
+            weak.popitem(last=False)
+        self.stats.weak_requests += 1
+        return True
 
     def _on_data(self, now: float, fs: _FaceState, packet: bytes) -> RxReport:
         """An entry (by DMX) and/or a side-chain chunk (by hash)."""

@@ -119,6 +119,12 @@ class Policy:
     # push faces: an answer waits U(1, answer_window) airtimes (past the asker's request
     # burst; a copy from another neighbour meanwhile cancels it)
     answer_window: float = 4.0
+    # push faces: a WANT/CHNK heard less than this many dB above ``push_snr_low`` (the
+    # demodulation floor) came over a link that rarely carries the answers back; it is
+    # answered only when the same request comes again within ``answer_weak_memory``
+    # seconds (0: answer every request at once)
+    answer_snr_margin: float = 0.0
+    answer_weak_memory: float = 3600.0
     # push faces: no requests while less than this share of the airtime budget is left
     push_reserve: float = 0.0
     push_stale: float = 120.0  # seconds past its time after which a relay is dropped
@@ -162,6 +168,8 @@ class Policy:
                              "positive, goset_probation not negative")
         if not 0 <= self.push_skip_load <= 1:
             raise ValueError("push_skip_load must be in [0, 1]")
+        if self.answer_snr_margin < 0 or self.answer_weak_memory < 0:
+            raise ValueError("answer_snr_margin and answer_weak_memory must not be negative")
         if self.push_echo_density <= 0:
             raise ValueError("push_echo_density must be positive")
         if self.push_redundancy < 1 or self.push_capacity < 1:
@@ -222,6 +230,11 @@ DEFAULT = Policy(
     push_reserve=0.3,
     listen_before_talk=True,
     request_delay=5.0,
+    # requests over weak links wait for a repeat: in city-100 answers to requests heard
+    # below -1.5 dB reached their asker 7-13 % of the time (41-83 % from +2 dB up), and
+    # were 7,000 of the 10,000 answers in hours 3-6; after 24 h 96.0 % of pairs instead of
+    # 93.1 %, 0.83 M collisions instead of 1.01 M
+    answer_snr_margin=6.0,
 )
 
 # For links with no airtime to save (WebSocket, UDP on a LAN): the same protocol with

@@ -15,8 +15,9 @@ from gateway.replication.relay import Relay, RelayQueue
 from gateway.store.memory import MemoryStore
 from gateway.wire.crc import add_crc
 from gateway.wire.entry import FeedKey, build_feed
-from gateway.wire.goset import Novelty
+from gateway.wire.goset import Novelty, want_dmx, xor_keys
 from gateway.wire.lora import profile
+from gateway.wire.want import encode_want
 
 from .mesh import Fate, Mesh, converged
 
@@ -280,3 +281,37 @@ def test_a_leaf_leaves_out_most_relays_that_reach_nobody_while_airtime_is_scarce
     assert len(_sparse_relays(DEFAULT.with_(push_echo_skip=0.0), 160, echoed=False,
                               face=SCARCE)) == 160
     assert len(_sparse_relays(DEFAULT, 160, echoed=False)) == 160
+
+
+def _answers_to_weak_wants(face: Face, snr: float, policy=DEFAULT) -> list[int]:
+    """A node holding 30 posts of its own, its radio busy pushing them (more than half of
+    a scarce budget spent), hears one neighbour's WANT for them three times at ``snr``
+    dB: how many answers it queued each time."""
+    node = Node(MemoryStore(), policy=policy, rng=random.Random(4))
+    node.add_face(face, 0.0)
+    k = key(81)
+    t = 0.0
+    for i in range(30):
+        node.publish(k, f"post {i}".encode(), t)
+        t += 1.0
+        for _ in node.frames_to_send(t):
+            pass
+    while t < 600.0:  # the pushes go out as the budget allows
+        for _ in node.frames_to_send(t):
+            pass
+        t = min(600.0, max(t + 0.01, node.next_deadline() or 600.0))
+    want = add_crc(encode_want(want_dmx(xor_keys([k.fid])), 0, [1]))
+    return [node.receive(t + 60.0 * i, "radio", want, snr=snr).answers for i in range(3)]
+
+
+def test_a_request_over_a_weak_link_is_answered_only_when_it_comes_again() -> None:
+    # heard 1 dB above the demodulation floor (-7.5 dB at SF7) while airtime is scarce:
+    # stronger neighbours of the asker answer first; only the same request again (their
+    # answers did not reach it) gets ours
+    weak = DEFAULT.push_snr_low + 1.0
+    assert _answers_to_weak_wants(SCARCE, weak) == [0, 5, 0]
+    # a strong link is answered at once, every time the request comes
+    assert _answers_to_weak_wants(SCARCE, 3.0)[0] == 5
+    # with airtime to spare, or without the rule, a weak request is answered at once
+    assert _answers_to_weak_wants(RADIO, weak)[0] == 5
+    assert _answers_to_weak_wants(SCARCE, weak, DEFAULT.with_(answer_snr_margin=0.0))[0] == 5
