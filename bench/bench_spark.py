@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The Spark analysis on a generated campaign of 10 million capture records, on local[2].
 
-Usage: ``python3 bench/bench_spark.py [--records N] [--runs R] [--master M] [--keep DIR]``.
+Usage: ``python3 bench/bench_spark.py [--records N] [--runs R] [--master M] [--keep DIR]
+[--conf KEY=VALUE]``.
 
 1. Generate the campaign directly as a Parquet dataset with Spark column expressions
    (no CBOR, so generation does not dominate): R runs of a 25-node mesh, half under
@@ -41,7 +42,7 @@ from spark.analyze import AnalyzeRequest, analyze
 from spark.baseline import RunMetrics, baseline
 from spark.dataset import RECORDS, Dataset, FileInfo, RunInfo, is_dataset
 from spark.schema import RECORD_COLUMNS, spark_schema
-from spark.session import build_session
+from spark.session import build_session, parse_conf
 
 NODES = 25
 AUTHORS = (0, 4, 20, 24)  # the corners publish, as in grid-25
@@ -227,6 +228,17 @@ def check(spark_runs: list[dict[str, Any]], spark_kinds: list[dict[str, Any]],
     return wrong
 
 
+def _jvm_cpu(spark: SparkSession) -> float | None:
+    """CPU seconds the local Spark JVM has used so far (all its threads: tasks, JIT
+    compilers, GC), from ``/proc``; None where that cannot be read."""
+    try:
+        pid = spark.sparkContext._gateway.proc.pid  # type: ignore[union-attr]
+        fields_ = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields_[11]) + int(fields_[12])) / os.sysconf("SC_CLK_TCK")
+    except (AttributeError, OSError, ValueError, IndexError):
+        return None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=10_000_000)
@@ -241,12 +253,15 @@ def main() -> int:
                     help="compute the tables after the passes in Spark (as campaigns of more "
                     "than 128 runs do, and as every campaign did before) instead of on the "
                     "driver")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark setting for the session, as tinyssb analyze --conf (repeatable)")
     args, _ = ap.parse_known_args()
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as tmp:
         root = Path(args.keep) if args.keep else Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
-        spark = build_session(args.master, [("spark.driver.memory", "4g")],
+        spark = build_session(args.master, [("spark.driver.memory", "4g"),
+                                            *(parse_conf(c) for c in args.conf)],
                               app_name="bench-spark")
         print(f"Spark {spark.version} on {args.master}: session up in "
               f"{time.perf_counter() - started:.1f} s", flush=True)
@@ -264,6 +279,7 @@ def main() -> int:
               f"{time.perf_counter() - started:.1f} s", flush=True)
         started = time.perf_counter()
         load = [os.getloadavg()[0]]
+        cpu = (_jvm_cpu(spark), time.process_time())
 
         def step(message: str) -> None:
             if args.steps:
@@ -277,6 +293,9 @@ def main() -> int:
                          step, spark)
         wall = time.perf_counter() - started
         load.append(os.getloadavg()[0])
+        jvm_end = _jvm_cpu(spark)
+        jvm_cpu = jvm_end - cpu[0] if jvm_end is not None and cpu[0] is not None else None
+        py_cpu = time.process_time() - cpu[1]
         jobs = sc.statusTracker().getJobIdsForGroup("bench-analysis")
         stages = {s for j in jobs if (info := sc.statusTracker().getJobInfo(j)) is not None
                   for s in info.stageIds}
@@ -289,14 +308,19 @@ def main() -> int:
         spark_kinds = pq.read_table(root / "report" / "tables" / "node_kind.parquet").to_pylist()
         spark.stop()
         started = time.perf_counter()
+        plain_cpu = time.process_time()
         plain = baseline(ds)
         base = time.perf_counter() - started
+        plain_cpu = time.process_time() - plain_cpu
         print(f"plain Python pass (1 process, same Parquet; run and node/kind metrics): "
               f"{base:.1f} s, "
               f"{n / base:,.0f} records/s; Spark is {base / wall:.2f}x its speed", flush=True)
         print("load average (1 min) at the start and end of the Spark analysis and of the "
               f"plain pass: {load[0]:.1f}, {load[1]:.1f}, {os.getloadavg()[0]:.1f} on "
               f"{os.cpu_count()} cores", flush=True)
+        jvm_text = f"{jvm_cpu:.1f} s in the Spark JVM + " if jvm_cpu is not None else ""
+        print(f"CPU time: Spark analysis {jvm_text}{py_cpu:.1f} s in Python; plain pass "
+              f"{plain_cpu:.1f} s", flush=True)
         wrong = check(spark_runs, spark_kinds, plain)
         if wrong:
             print("DISAGREE:\n  " + "\n  ".join(wrong[:20]), flush=True)

@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -47,7 +48,14 @@ from .schema import (
     PAYLOAD_KINDS,
     TRAFFIC_SUMS,
 )
-from .small import SmallTables, compute_small, held_items
+from .small import (
+    CATALOGUE_SCHEMA,
+    HELD_SCHEMA,
+    SmallTables,
+    compute_small,
+    frame_catalogue,
+    held_items,
+)
 
 __all__ = ["Tables", "compute", "compute_on_driver"]
 
@@ -273,23 +281,29 @@ def _pct(col: str | Column, p: float) -> Column:
 def compute_on_driver(records: DataFrame, runs: Sequence[RunInfo],
                       step: Callable[[str], None] | None = None) -> SmallTables:
     """Every table of a campaign of up to a hundred runs or so: the two passes over the
-    records in Spark, their small aggregates (per item held, per traffic cell) collected
-    once, the tables computed from them on the driver (:mod:`spark.small`)."""
+    records in Spark, their small aggregates collected once each, the tables computed
+    from them on the driver (:mod:`spark.small`).
+
+    Pass 1's evidence (a few rows per item held and per distinct frame) comes to the
+    driver whole; the items held and the catalogue of frames are folded from it here
+    and go back to Spark as local tables, broadcast to pass 2 without a Spark job of
+    their own (computing them in Spark cost a checkpoint and five small jobs, each
+    planned and compiled on a fresh JVM for a few thousand rows)."""
     if step is not None:
         step("pass 1/2 over the records: items stored and frames sent or decoded")
-    evidence = _evidence(records).coalesce(1).localCheckpoint()
-    item_rows = held_items(evidence.where("is_item")
-                           .select("run", "node", "feed", "seq", "cnr", "t", "own_t")
-                           .toArrow().to_pylist())
-    items = _items(evidence)  # the same, in Spark: broadcast to pass 2
+    evidence = _evidence(records).toArrow().to_pylist()
+    item_rows = held_items(e for e in evidence if e["is_item"])
+    catalogue = frame_catalogue(e for e in evidence if e["is_cat"])
+    spark = records.sparkSession
+    held = spark.createDataFrame(pa.Table.from_pylist(item_rows, schema=HELD_SCHEMA))
+    frames = spark.createDataFrame(pa.Table.from_pylist(catalogue, schema=CATALOGUE_SCHEMA))
     if step is not None:
         step("pass 2/2: frames, bytes, airtime and duplicates by node and kind")
-    traffic_rows = _traffic(records, items, _catalogue(evidence)).toArrow().to_pylist()
+    traffic_rows = _traffic(records, held, frames).toArrow().to_pylist()
     if step is not None:
         step(f"tables from {len(item_rows):,} items held and {len(traffic_rows):,} "
              "traffic rows, on the driver")
     return compute_small(item_rows, traffic_rows, runs)
-
 
 
 def compute(records: DataFrame, runs: DataFrame,

@@ -147,6 +147,10 @@ def build_session(master: str | None = None, conf: Sequence[tuple[str, str]] = (
         if (master or DEFAULT_MASTER).startswith("local"):
             # a few shuffle partitions per core: 200 tiny ones cost more than they split
             defaults.append(("spark.sql.shuffle.partitions", str(2 * _local_cores(master))))
+            # the records split into at least four tasks per core (Spark's default, one
+            # per core, packs whole run files into a few uneven tasks: on two cores the
+            # last big one ran alone for seconds); a split stays at most 128 MB
+            defaults.append(("spark.sql.files.minPartitionNum", str(4 * _local_cores(master))))
         for key, value in defaults:
             if key not in given:
                 builder = builder.config(key, value)

@@ -33,7 +33,8 @@ from .schema import (
     TRAFFIC_SUMS,
 )
 
-__all__ = ["SCHEMAS", "SmallTables", "compute_small", "held_items", "spark_percentile"]
+__all__ = ["CATALOGUE_SCHEMA", "HELD_SCHEMA", "SCHEMAS", "SmallTables", "compute_small",
+           "frame_catalogue", "held_items", "spark_percentile"]
 
 Row = dict[str, Any]
 
@@ -186,6 +187,37 @@ def held_items(evidence: Iterable[Row]) -> list[Row]:
         else:
             row["t"], row["own_t"] = _min(row["t"], e["t"]), _min(row["own_t"], e["own_t"])
     return list(out.values())
+
+
+# the broadcast sides of pass 2, built on the driver from pass 1's evidence: the items
+# held (:func:`held_items`) and the catalogue of frames (:func:`frame_catalogue`), with
+# the columns and types ``spark.metrics._items`` and ``spark.metrics._catalogue`` give
+HELD_SCHEMA = _schema(("run", _S), ("node", _S), ("feed", pa.binary()), ("seq", _L),
+                      ("item", _L), ("t", _D))
+CATALOGUE_SCHEMA = _schema(("run", _S), ("fh", _L), ("c_kind", _S), ("c_feed", pa.binary()),
+                           ("c_seq", _L), ("c_cnr", _L), ("c_air", _D))
+
+
+def frame_catalogue(evidence: Iterable[Row]) -> list[Row]:
+    """:func:`spark.metrics._catalogue` on the driver: per (run, frame hash) the decode
+    of the frame (the largest of each field, as Spark's ``max``) and the mean airtime of
+    its transmissions, from pass 1's catalogue evidence."""
+    # [kind, feed, seq, cnr, air sum, transmissions] per frame
+    out: dict[tuple[Any, ...], list[Any]] = {}
+    for e in evidence:
+        key = (e["run"], e["fh"])
+        acc = out.get(key)
+        if acc is None:
+            out[key] = [e["kind"], e["feed"], e["seq"], e["cnr"], e["air"], e["sent"]]
+            continue
+        for i, col in enumerate(("kind", "feed", "seq", "cnr")):
+            acc[i] = _max(acc[i], e[col])
+        acc[4] = _sum((acc[4], e["air"]))
+        acc[5] = _sum((acc[5], e["sent"]))
+    return [{"run": run, "fh": fh, "c_kind": kind, "c_feed": feed, "c_seq": seq, "c_cnr": cnr,
+             # Spark's sum(air) / sum(sent): null when either is null or nothing was sent
+             "c_air": air / sent if air is not None and sent else None}
+            for (run, fh), (kind, feed, seq, cnr, air, sent) in out.items()]
 
 
 # --- the tables ---------------------------------------------------------------------------

@@ -34,6 +34,7 @@ def test_local_cores_follow_the_master() -> None:
 def test_the_suite_shares_one_small_session(spark: SparkSession) -> None:
     assert spark.sparkContext.master == "local[2]"
     assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+    assert spark.conf.get("spark.sql.files.minPartitionNum") == "8"  # 4 per local core
     assert spark.conf.get("spark.ui.enabled") == "false"
     assert build_session("local[2]", TEST_CONF) is spark  # getOrCreate: the same session
 
