@@ -17,7 +17,7 @@ from gateway.capture import CaptureWriter, Direction, Record
 from gateway.replication.policy import preset
 
 from .bound import lower_bound
-from .engine import RecordSink, Simulation, derive_seed
+from .engine import RecordSink, Simulation, derive_seed, field_writer
 from .isp_run import attach_isp, format_isp_report
 from .links import LinkKind
 from .scenario import Scenario
@@ -42,10 +42,16 @@ class Tee:
     def __init__(self, *sinks: RecordSink) -> None:
         self.sinks = sinks
         self._writes = tuple(sink.write for sink in sinks)
+        self._fields = tuple(field_writer(sink) for sink in sinks)
 
     def write(self, record: Record) -> None:
         for write in self._writes:
             write(record)
+
+    def write_fields(self, *fields: Any) -> None:
+        """``write(Record(*fields))`` without the Record (see ``engine.FieldWriter``)."""
+        for write in self._fields:
+            write(*fields)
 
 
 def content_for(author: str, label: str, number: int, size: int) -> bytes:
