@@ -473,14 +473,15 @@ class Simulation:
     def _on_tx_end(self, sender: SimNode, tx: Transmission) -> None:
         now, emit, by_radio, stats = self.now, self._emit, self._by_radio, self.stats
         frame = tx.frame
-        for rc in self.channel.finish(tx):
-            member = by_radio[rc.receiver]
-            rssi, snr = round(rc.rssi, 1), round(rc.snr * 4) / 4
-            if rc.drop is not None:  # the commonest outcome in a busy mesh
-                stats.drops[rc.drop] += 1
+        drops = stats.drops
+        for receiver, power, ratio, drop in self.channel.outcomes(tx):
+            member = by_radio[receiver]
+            rssi, snr = round(power, 1), round(ratio * 4) / 4
+            if drop is not None:  # the commonest outcome in a busy mesh
+                drops[drop] += 1
                 if emit is not None:
                     emit(now, member.name, _DROP, LORA_FACE, frame, None, None, None, None,
-                         rc.drop, rssi, snr, None)
+                         drop, rssi, snr, None)
                 continue
             stats.receptions += 1
             if member.lbt is not None and member.waiting:
