@@ -50,8 +50,8 @@ from .channel import LoRaChannel, Transmission
 from .links import LinkKind, PointLink
 from .phy import DUTY_CYCLE, PATH_LOSS_PRESETS, PathLoss
 
-__all__ = ["LORA_FACE", "App", "FieldWriter", "RecordSink", "SimNode", "SimStats",
-           "Simulation", "derive_seed", "field_writer"]
+__all__ = ["LORA_FACE", "App", "DropsWriter", "FieldWriter", "RecordSink", "SimNode",
+           "SimStats", "Simulation", "derive_seed", "drops_writer", "field_writer"]
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +100,29 @@ def field_writer(sink: RecordSink) -> FieldWriter:
                      snr, air))
 
     return fields
+
+
+# The drop records of one frame (t, face, frame) at several receivers, in order: (node,
+# reason, rssi, snr) each. A frame's commonest outcome in a busy mesh is a channel drop at
+# most radios around its sender; a sink may write them in one go (``write_drops``).
+DropsWriter = Callable[[float, str | None, bytes | None, list[tuple[str, str, float, float]]],
+                       None]
+
+
+def drops_writer(sink: RecordSink) -> DropsWriter:
+    """``sink.write_drops`` where the sink has it, else one drop record after another."""
+    fast: DropsWriter | None = getattr(sink, "write_drops", None)
+    if fast is not None:
+        return fast
+    fields = field_writer(sink)
+
+    def drops(t: float, face: str | None, frame: bytes | None,
+              items: list[tuple[str, str, float, float]]) -> None:
+        for node, reason, rssi, snr in items:
+            fields(t, node, _DROP, face, frame, None, None, None, None, reason, rssi, snr,
+                   None)
+
+    return drops
 
 
 class App(Protocol):
@@ -155,6 +178,7 @@ class Simulation:
         self.seed = seed
         self.policy = policy
         self._emit: FieldWriter | None = None
+        self._emit_drops: DropsWriter | None = None
         self._capture: RecordSink | None = None
         self.capture = capture
         self.channel = LoRaChannel(path_loss or PATH_LOSS_PRESETS["log-distance"],
@@ -175,6 +199,7 @@ class Simulation:
     def capture(self, sink: RecordSink | None) -> None:
         self._capture = sink
         self._emit = field_writer(sink) if sink is not None else None
+        self._emit_drops = drops_writer(sink) if sink is not None else None
 
     # --- building the mesh --------------------------------------------------------------
     @property
@@ -473,16 +498,20 @@ class Simulation:
     def _on_tx_end(self, sender: SimNode, tx: Transmission) -> None:
         now, emit, by_radio, stats = self.now, self._emit, self._by_radio, self.stats
         frame = tx.frame
-        drops = stats.drops
+        drops, emit_drops = stats.drops, self._emit_drops
+        dropped: list[tuple[str, str, float, float]] = []  # drop records not written yet
         for receiver, power, ratio, drop in self.channel.outcomes(tx):
             member = by_radio[receiver]
             rssi, snr = round(power, 1), round(ratio * 4) / 4
             if drop is not None:  # the commonest outcome in a busy mesh
                 drops[drop] += 1
-                if emit is not None:
-                    emit(now, member.name, _DROP, LORA_FACE, frame, None, None, None, None,
-                         drop, rssi, snr, None)
+                if emit_drops is not None:
+                    dropped.append((member.name, drop, rssi, snr))
                 continue
+            if dropped:  # records stay in receiver order
+                assert emit_drops is not None
+                emit_drops(now, LORA_FACE, frame, dropped)
+                dropped = []
             stats.receptions += 1
             if member.lbt is not None and member.waiting:
                 self._drop_heard_copy(member, frame, rssi, snr)
@@ -499,6 +528,9 @@ class Simulation:
                 self._emit_rx(member.name, LORA_FACE, frame, report, rssi, snr)
             if report.drop is None:  # a dropped frame never brings a deadline forward
                 self._after_receive(member, bool(report.stored))
+        if dropped:
+            assert emit_drops is not None
+            emit_drops(now, LORA_FACE, frame, dropped)
         if sender.waiting:
             self._pump(sender)
 

@@ -115,6 +115,18 @@ class SummaryBuilder:
             held[0] += 1
             held[1] = t
 
+    def write_drops(self, t: float, face: str | None, frame: bytes | None,
+                    items: list[tuple[str, str, float, float]]) -> None:
+        """The drop records of one frame at several receivers: (node, reason, rssi, snr)
+        for each (see ``engine.DropsWriter``)."""
+        if t > self.end:  # noqa: PLR1730 - as in write_fields
+            self.end = t
+        seen, drops = self._seen, self.drops
+        for node, reason, _, _ in items:
+            if node not in seen:
+                seen[node] = None
+            drops[reason or "unknown"] += 1
+
     def convergence(self) -> Convergence:
         nodes = list(self.meta.get("nodes") or self._seen)
         held_pairs = 0

@@ -200,6 +200,7 @@ def _key(name: str) -> bytes:
     return bytes(cbor2.dumps(name))
 
 
+_DROP = Direction.DROP
 _SMALL = 256  # byte strings and integers below this take a precomputed head
 _MAP_HEADS = [_head(0xA0, n) for n in range(16)]  # a record map has at most 13 items
 
@@ -222,8 +223,8 @@ class RecordEncoder:
     """
 
     __slots__ = ("_air", "_cnr", "_double", "_feed", "_frame", "_frame_obj", "_frame_part",
-                 "_kind", "_prefix", "_reason", "_rssi", "_seq", "_snr", "_t", "_t_obj",
-                 "_t_part")
+                 "_kind", "_prefix", "_reason", "_rssi", "_rssi_snr", "_seq", "_snr", "_t",
+                 "_t_obj", "_t_part")
 
     def __init__(self) -> None:
         self._prefix: dict[tuple[str, str, str | None], tuple[int, bytes]] = {}
@@ -235,6 +236,8 @@ class RecordEncoder:
         self._cnr = [_key("cnr") + _head(0x00, n) for n in range(_SMALL)]
         self._double = struct.Struct(">Bd").pack  # 0xFB and the 8-byte double
         self._t, self._rssi, self._snr, self._air = (_key(k) for k in ("t", "rssi", "snr", "air"))
+        # the keys and doubles of rssi and snr in one go (records of frames heard)
+        self._rssi_snr = struct.Struct(f">{len(self._rssi)}sBd{len(self._snr)}sBd").pack
         # the last time and frame encoded (compared by identity: the objects are held)
         self._t_obj: object = None
         self._t_part = b""
@@ -338,6 +341,33 @@ class RecordEncoder:
         parts[0] = _MAP_HEADS[n]
         return b"".join(parts)
 
+    def drops(self, t: float, face: str | None, frame: bytes | None,
+              items: list[tuple[str, str, float, float]]) -> bytes:
+        """The drop records of one frame at several receivers: ``items`` holds
+        (node, reason, rssi, snr) for each; the same bytes as :meth:`fields` for each."""
+        fields = self.fields
+        out: list[bytes] = []
+        if frame is None or type(t) is not float:
+            for node, reason, rssi, snr in items:
+                out.append(fields(t, node, _DROP, face, frame, None, None, None, None, reason,
+                                  rssi, snr, None))
+            return b"".join(out)
+        prefixes, reasons, pack = self._prefix, self._reason, self._rssi_snr
+        rssi_key, snr_key = self._rssi, self._snr
+        for node, reason, rssi, snr in items:
+            prefix = prefixes.get((node, "drop", face))
+            part = reasons.get(reason)
+            if (prefix is None or part is None or t is not self._t_obj
+                    or frame is not self._frame_obj or type(rssi) is not float
+                    or type(snr) is not float or rssi - rssi != 0.0 or snr - snr != 0.0):
+                # one record the long way (which also learns the strings, time and frame)
+                out.append(fields(t, node, _DROP, face, frame, None, None, None, None, reason,
+                                  rssi, snr, None))
+                continue
+            out += (_MAP_HEADS[prefix[0] + 4], self._t_part, prefix[1], self._frame_part, part,
+                    pack(rssi_key, 0xFB, rssi, snr_key, 0xFB, snr))
+        return b"".join(out)
+
     @staticmethod
     def _whole(*fields: Any) -> bytes:
         """The slow path: cbor2 encodes the record's map."""
@@ -435,6 +465,7 @@ class CaptureWriter:
         encoder = RecordEncoder()
         self._encode = encoder.encode
         self._fields = encoder.fields
+        self._drops = encoder.drops
         self.count = 0
         header = {"format": FORMAT, "version": VERSION, "source": source, **meta}
         self.write(Record(t0, node, Direction.META, meta=header))
@@ -455,6 +486,15 @@ class CaptureWriter:
         self._fp.write(self._fields(t, node, direction, face, frame, kind, feed, seq, cnr,
                                     reason, rssi, snr, air))
         self.count += 1
+
+    def write_drops(self, t: float, face: str | None, frame: bytes | None,
+                    items: list[tuple[str, str, float, float]]) -> None:
+        """The drop records of one frame at several receivers: (node, reason, rssi, snr)
+        for each, as ``write_fields`` would write them one by one."""
+        if self._fp is None:
+            raise CaptureError(f"capture {self.path} is closed")
+        self._fp.write(self._drops(t, face, frame, items))
+        self.count += len(items)
 
     def write_all(self, records: list[Record]) -> None:
         for r in records:
