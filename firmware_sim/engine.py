@@ -298,19 +298,20 @@ class Simulation:
     def run(self, until: float, *, progress: Callable[[float], None] | None = None,
             every: int = 2000) -> None:
         """Process every event up to and including ``until``; the clock ends at ``until``."""
-        heap = self._heap
+        heap, stats, pop = self._heap, self.stats, heapq.heappop
+        on_tx_end, service = self._on_tx_end, self._service
         count = 0
         while heap and heap[0][0] <= until:
-            t, kind, _, who, what = heapq.heappop(heap)
+            t, kind, _, who, what = pop(heap)
             self.now = t
-            self.stats.events += 1
+            stats.events += 1
             if kind == _TX_END:
-                self._on_tx_end(who, what)  # type: ignore[arg-type]
+                on_tx_end(who, what)  # type: ignore[arg-type]
             elif kind == _WAKE:
                 member: SimNode = who  # type: ignore[assignment]
                 if member.wake_at == t:
                     member.wake_at = math.inf
-                    self._service(member)
+                    service(member)
             elif kind == _DELIVER:
                 self._on_deliver(who, what)  # type: ignore[arg-type]
             elif kind == _PUBLISH:
