@@ -36,8 +36,6 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
-from itertools import compress
-from operator import ge
 from statistics import NormalDist
 from typing import NamedTuple
 
@@ -133,9 +131,6 @@ class Radio:
     # neighbour), and the struct that splits their random words
     near: list[tuple[Link, int, float, int, float, bool]] = field(default_factory=list)
     unpack: Callable[[bytes], tuple[int, ...]] = struct.Struct("<0I").unpack
-    # per near link, the lowest random word whose level reaches its ``first``: a word at
-    # or above it lifts the frame above that receiver's noise margin
-    thresholds: list[int] = field(default_factory=list)
 
     def transmitting_during(self, start: float, end: float) -> bool:
         return any(s < end and e > start for s, e in self.own)
@@ -250,7 +245,6 @@ class LoRaChannel:
             radio.near = [(link, link.first, link.median, link.receiver, link.sensitivity,
                            link.neighbour) for link in radio.links]
             radio.unpack = struct.Struct(f"<{len(radio.links)}I").unpack
-            radio.thresholds = [link.first << _WORD_SHIFT for link in radio.links]
         self._offsets = [sigma * z for z in levels]  # a level's shadowing in dB
         self._linked = True
 
@@ -323,11 +317,12 @@ class LoRaChannel:
             # level is the top 12 bits of its word (CPython's Mersenne Twister)
             n, offsets = len(near), self._offsets
             words = sender.unpack(rng.getrandbits(32 * n).to_bytes(4 * n, "little"))
-            # the links whose level reaches their ``first`` (about half in a dense mesh),
-            # picked in C: word >= first << 20 exactly when word >> 20 >= first
-            for (_, _, median, receiver, sensitivity, neighbour), word in compress(
-                    zip(near, words), map(ge, words, sender.thresholds)):
-                p = median + offsets[word >> _WORD_SHIFT]  # _hear(), inlined: a hot spot
+            for (_, first, median, receiver, sensitivity, neighbour), word in zip(
+                    near, words):  # _hear(), inlined: this loop is the channel's hot spot
+                level = word >> _WORD_SHIFT
+                if level < first:
+                    continue
+                p = median + offsets[level]
                 power[receiver] = p
                 if p >= sensitivity or neighbour:
                     noticed.append((receiver, p))
