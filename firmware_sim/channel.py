@@ -131,6 +131,7 @@ class Radio:
     # neighbour), and the struct that splits their random words
     near: list[tuple[Link, int, float, int, float, bool]] = field(default_factory=list)
     unpack: Callable[[bytes], tuple[int, ...]] = struct.Struct("<0I").unpack
+    airtimes: dict[int, float] = field(default_factory=dict)  # frame length -> seconds
 
     def transmitting_during(self, start: float, end: float) -> bool:
         return any(s < end and e > start for s, e in self.own)
@@ -250,10 +251,14 @@ class LoRaChannel:
 
     # --- transmitting -----------------------------------------------------------------
     def frame_airtime(self, radio: int, frame_len: int) -> float:
-        params = self.radios[radio].params
-        cached = self._airtime.get((params, frame_len))
+        r = self.radios[radio]
+        cached = r.airtimes.get(frame_len)  # (hashing the LoRaParams each time costs more)
         if cached is None:
-            cached = self._airtime[(params, frame_len)] = airtime(params, frame_len)
+            params = r.params
+            cached = self._airtime.get((params, frame_len))
+            if cached is None:
+                cached = self._airtime[(params, frame_len)] = airtime(params, frame_len)
+            r.airtimes[frame_len] = cached
         return cached
 
     def busy(self, radio: int, now: float) -> bool:
