@@ -50,8 +50,10 @@ def city(hours: float, capture: bool) -> None:
     c = summary.convergence
     print(f"city-100, {hours:g} virtual h, policy default, capture "
           f"{'on' if capture else 'off'}: wall {wall:.1f} s (target <= 60 s), "
-          f"CPU {cpu:.1f} s (about the wall time on an idle machine)")
-    print(f"  {st.events} scheduler events = {st.events / wall:,.0f} events/s; "
+          f"CPU {cpu:.1f} s (about the wall time on an idle machine; on a busy one "
+          "the CPU time is the figure to compare)")
+    print(f"  {st.events} scheduler events = {st.events / wall:,.0f} events/s "
+          f"({st.events / cpu:,.0f} per CPU second); "
           f"{st.transmissions} transmissions = {st.transmissions / wall:,.0f}/s; "
           f"{outcomes} frame outcomes at receivers = {outcomes / wall:,.0f}/s")
     if capture:

@@ -131,6 +131,7 @@ class Radio:
     # neighbour), and the struct that splits their random words
     near: list[tuple[Link, int, float, int, float, bool]] = field(default_factory=list)
     unpack: Callable[[bytes], tuple[int, ...]] = struct.Struct("<0I").unpack
+    airtimes: dict[int, float] = field(default_factory=dict)  # frame length -> seconds
 
     def transmitting_during(self, start: float, end: float) -> bool:
         return any(s < end and e > start for s, e in self.own)
@@ -146,7 +147,8 @@ class Transmission:
     end: float
     key: ChannelKey
     power: dict[int, float] = field(default_factory=dict)  # receiver -> dBm, above noise
-    noticed: list[tuple[Link, float]] = field(default_factory=list)  # see finish()
+    noticed: list[tuple[int, float]] = field(default_factory=list)  # (receiver, dBm):
+    # see finish()
 
     @property
     def airtime(self) -> float:
@@ -249,10 +251,14 @@ class LoRaChannel:
 
     # --- transmitting -----------------------------------------------------------------
     def frame_airtime(self, radio: int, frame_len: int) -> float:
-        params = self.radios[radio].params
-        cached = self._airtime.get((params, frame_len))
+        r = self.radios[radio]
+        cached = r.airtimes.get(frame_len)  # (hashing the LoRaParams each time costs more)
         if cached is None:
-            cached = self._airtime[(params, frame_len)] = airtime(params, frame_len)
+            params = r.params
+            cached = self._airtime.get((params, frame_len))
+            if cached is None:
+                cached = self._airtime[(params, frame_len)] = airtime(params, frame_len)
+            r.airtimes[frame_len] = cached
         return cached
 
     def busy(self, radio: int, now: float) -> bool:
@@ -316,7 +322,7 @@ class LoRaChannel:
             # level is the top 12 bits of its word (CPython's Mersenne Twister)
             n, offsets = len(near), self._offsets
             words = sender.unpack(rng.getrandbits(32 * n).to_bytes(4 * n, "little"))
-            for (link, first, median, receiver, sensitivity, neighbour), word in zip(
+            for (_, first, median, receiver, sensitivity, neighbour), word in zip(
                     near, words):  # _hear(), inlined: this loop is the channel's hot spot
                 level = word >> _WORD_SHIFT
                 if level < first:
@@ -324,7 +330,7 @@ class LoRaChannel:
                 p = median + offsets[level]
                 power[receiver] = p
                 if p >= sensitivity or neighbour:
-                    noticed.append((link, p))
+                    noticed.append((receiver, p))
         far, q0 = sender.far, sender.far_q
         if not far:
             return
@@ -344,7 +350,7 @@ class LoRaChannel:
         p = link.median + self.path_loss.sigma_db * shadow_levels()[level]
         tx.power[link.receiver] = p
         if p >= link.sensitivity or link.neighbour:
-            tx.noticed.append((link, p))
+            tx.noticed.append((link.receiver, p))
 
     def finish(self, tx: Transmission) -> list[Reception]:
         """The outcome at every receiver that noticed ``tx``; call at ``tx.end``.
@@ -353,13 +359,18 @@ class LoRaChannel:
         collision or to half-duplex), or it came from a neighbour (a link whose median
         reaches the sensitivity) and faded below it.
         """
-        out: list[Reception] = []
+        return [Reception(*o) for o in self.outcomes(tx)]
+
+    def outcomes(self, tx: Transmission) -> list[tuple[int, float, float, str | None]]:
+        """:meth:`finish` as plain tuples (receiver, rssi, snr, drop): the simulator's
+        hot path, where a NamedTuple per outcome costs a Python-level call."""
+        out: list[tuple[int, float, float, str | None]] = []
         start, end = tx.start, tx.end
         radios, capture_db = self.radios, self.capture_db
         overlapping = [g.power for g in self._recent
                        if g is not tx and g.start < end and g.end > start]
-        for link, p in tx.noticed:  # reception() and dbm_to_mw(), inlined: a hot loop
-            receiver = link.receiver
+        log10 = math.log10
+        for receiver, p in tx.noticed:  # reception() and dbm_to_mw(), inlined: a hot loop
             radio = radios[receiver]
             transmitting = False
             for s, e in radio.own:
@@ -367,8 +378,8 @@ class LoRaChannel:
                     transmitting = True
                     break
             if p < radio.sensitivity:  # a neighbour's frame faded
-                out.append(Reception(receiver, p, p - radio.noise_dbm,
-                                     HALF_DUPLEX if transmitting else BELOW_SENSITIVITY))
+                out.append((receiver, p, p - radio.noise_dbm,
+                            HALF_DUPLEX if transmitting else BELOW_SENSITIVITY))
                 continue
             interference = 0.0
             for power in overlapping:  # in the order the frames went on air
@@ -377,11 +388,11 @@ class LoRaChannel:
                     interference += 10.0 ** (q / 10.0)
             if transmitting:
                 drop: str | None = HALF_DUPLEX
-            elif interference > 0 and p - 10.0 * math.log10(interference) < capture_db:
+            elif interference > 0 and p - 10.0 * log10(interference) < capture_db:
                 drop = COLLISION
             else:
                 drop = None
             snr = p - (radio.noise_dbm if interference == 0.0
                        else mw_to_dbm(radio.noise_mw + interference))
-            out.append(Reception(receiver, p, snr, drop))
+            out.append((receiver, p, snr, drop))
         return out

@@ -39,8 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from gateway.capture import Direction, Record, records_for_own, records_for_rx, records_for_tx
-from gateway.replication import Event, Face, FaceKind, NewEntry, Node, Outgoing, Policy
+from gateway.capture import Direction, Record
+from gateway.replication import Event, Face, FaceKind, NewEntry, Node, Outgoing, Policy, RxReport
 from gateway.replication.policy import DEFAULT
 from gateway.store.memory import MemoryStore
 from gateway.wire.entry import FeedKey
@@ -50,8 +50,8 @@ from .channel import LoRaChannel, Transmission
 from .links import LinkKind, PointLink
 from .phy import DUTY_CYCLE, PATH_LOSS_PRESETS, PathLoss
 
-__all__ = ["LORA_FACE", "App", "RecordSink", "SimNode", "SimStats", "Simulation",
-           "derive_seed"]
+__all__ = ["LORA_FACE", "App", "DropsWriter", "FieldWriter", "RecordSink", "SimNode",
+           "SimStats", "Simulation", "derive_seed", "drops_writer", "field_writer"]
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +73,57 @@ HEARD_WHILE_WAITING = "heard-while-waiting"  # the drop reason of such a frame
 
 class RecordSink(Protocol):
     def write(self, record: Record) -> None: ...
+
+
+# A record's fields, in Record's order: t, node, dir, face, frame, kind, feed, seq, cnr,
+# reason, rssi, snr, air. A sink may take them without a Record (``write_fields``): the
+# simulator writes millions of records, and the Record objects alone cost some 5-7 % of a
+# run (city-100).
+FieldWriter = Callable[[float, str, Direction, str | None, bytes | None, str | None,
+                        bytes | None, int | None, int | None, str | None, float | None,
+                        float | None, float | None], None]
+
+_RX, _TX, _DROP, _STORE = Direction.RX, Direction.TX, Direction.DROP, Direction.STORE
+
+
+def field_writer(sink: RecordSink) -> FieldWriter:
+    """``sink.write_fields`` where the sink has it, else a Record made for ``sink.write``."""
+    fast: FieldWriter | None = getattr(sink, "write_fields", None)
+    if fast is not None:
+        return fast
+    write = sink.write
+
+    def fields(t: float, node: str, direction: Direction, face: str | None,
+               frame: bytes | None, kind: str | None, feed: bytes | None, seq: int | None,
+               cnr: int | None, reason: str | None, rssi: float | None, snr: float | None,
+               air: float | None) -> None:
+        write(Record(t, node, direction, face, frame, kind, feed, seq, cnr, reason, rssi,
+                     snr, air))
+
+    return fields
+
+
+# The drop records of one frame (t, face, frame) at several receivers, in order: (node,
+# reason, rssi, snr) each. A frame's commonest outcome in a busy mesh is a channel drop at
+# most radios around its sender; a sink may write them in one go (``write_drops``).
+DropsWriter = Callable[[float, str | None, bytes | None, list[tuple[str, str, float, float]]],
+                       None]
+
+
+def drops_writer(sink: RecordSink) -> DropsWriter:
+    """``sink.write_drops`` where the sink has it, else one drop record after another."""
+    fast: DropsWriter | None = getattr(sink, "write_drops", None)
+    if fast is not None:
+        return fast
+    fields = field_writer(sink)
+
+    def drops(t: float, face: str | None, frame: bytes | None,
+              items: list[tuple[str, str, float, float]]) -> None:
+        for node, reason, rssi, snr in items:
+            fields(t, node, _DROP, face, frame, None, None, None, None, reason, rssi, snr,
+                   None)
+
+    return drops
 
 
 class App(Protocol):
@@ -127,6 +178,9 @@ class Simulation:
                  capture: RecordSink | None = None, policy: Policy = DEFAULT) -> None:
         self.seed = seed
         self.policy = policy
+        self._emit: FieldWriter | None = None
+        self._emit_drops: DropsWriter | None = None
+        self._capture: RecordSink | None = None
         self.capture = capture
         self.channel = LoRaChannel(path_loss or PATH_LOSS_PRESETS["log-distance"],
                                    random.Random(derive_seed(seed, "channel")))
@@ -136,6 +190,17 @@ class Simulation:
         self._by_radio: dict[int, SimNode] = {}
         self._heap: list[tuple[float, int, int, object, object]] = []
         self._seq = 0
+
+    @property
+    def capture(self) -> RecordSink | None:
+        """Where every record goes (None: nowhere)."""
+        return self._capture
+
+    @capture.setter
+    def capture(self, sink: RecordSink | None) -> None:
+        self._capture = sink
+        self._emit = field_writer(sink) if sink is not None else None
+        self._emit_drops = drops_writer(sink) if sink is not None else None
 
     # --- building the mesh --------------------------------------------------------------
     @property
@@ -234,19 +299,20 @@ class Simulation:
     def run(self, until: float, *, progress: Callable[[float], None] | None = None,
             every: int = 2000) -> None:
         """Process every event up to and including ``until``; the clock ends at ``until``."""
-        heap = self._heap
+        heap, stats, pop = self._heap, self.stats, heapq.heappop
+        on_tx_end, service = self._on_tx_end, self._service
         count = 0
         while heap and heap[0][0] <= until:
-            t, kind, _, who, what = heapq.heappop(heap)
+            t, kind, _, who, what = pop(heap)
             self.now = t
-            self.stats.events += 1
+            stats.events += 1
             if kind == _TX_END:
-                self._on_tx_end(who, what)  # type: ignore[arg-type]
+                on_tx_end(who, what)  # type: ignore[arg-type]
             elif kind == _WAKE:
                 member: SimNode = who  # type: ignore[assignment]
                 if member.wake_at == t:
                     member.wake_at = math.inf
-                    self._service(member)
+                    service(member)
             elif kind == _DELIVER:
                 self._on_deliver(who, what)  # type: ignore[arg-type]
             elif kind == _PUBLISH:
@@ -312,11 +378,38 @@ class Simulation:
     def _record_own(self, member: SimNode, event: NewEntry) -> None:
         """Store records of an entry the app published (entry and side-chain chunks)."""
         self.stats.published += 1
-        if self.capture is None or member.node is None:
+        if self._emit is None or member.node is None:
             return
-        for record in records_for_own(self.now, member.name, event.fid, event.seq,
-                                      member.node.store):
-            self.capture.write(record)
+        store, chunks = member.node.store, 0
+        while store.read_chunk(event.fid, event.seq, chunks) is not None:
+            chunks += 1
+        self._emit_own(member.name, event.fid, event.seq, chunks)
+
+    def _emit_own(self, node: str, fid: bytes, seq: int, chunks: int) -> None:
+        """The store records of an entry published: the entry, then each chunk."""
+        emit, now = self._emit, self.now
+        assert emit is not None
+        emit(now, node, _STORE, None, None, "entry", fid, seq, None, None, None, None, None)
+        for cnr in range(chunks):
+            emit(now, node, _STORE, None, None, "chunk", fid, seq, cnr, None, None, None, None)
+
+    def _emit_rx(self, node: str, face: str, frame: bytes, report: RxReport,
+                 rssi: float | None = None, snr: float | None = None) -> None:
+        """The rx or drop record of a frame the Node took in, then a store record per
+        item it stored."""
+        emit, now, drop = self._emit, self.now, report.drop
+        assert emit is not None
+        emit(now, node, _RX if drop is None else _DROP, face, frame, report.kind._value_,
+             report.fid, report.seq, report.cnr, None if drop is None else drop._value_,
+             rssi, snr, None)
+        for s in report.stored:
+            emit(now, node, _STORE, face, None, "entry" if s.cnr is None else "chunk", s.fid,
+                 s.seq, s.cnr, None, None, None, None)
+
+    def _emit_tx(self, node: str, out: Outgoing) -> None:
+        if self._emit is not None:
+            self._emit(self.now, node, _TX, out.face, out.frame, out.kind._value_, out.fid,
+                       out.seq, out.cnr, None, None, None, out.airtime if out.airtime else None)
 
     def _reschedule(self, member: SimNode) -> None:
         """Wake the Node at its next deadline (now, if it has something due).
@@ -344,7 +437,7 @@ class Simulation:
             log.warning("%s: frame for unknown face %s dropped", member.name, out.face)
             return
         self.stats.transmissions += 1
-        self._record(records_for_tx(self.now, member.name, out))
+        self._emit_tx(member.name, out)
         peer = self.members[link.peer(member.name)]
         arrival = link.arrival(member.name, len(out.frame), self.now)
         self._push(arrival, _DELIVER, peer, (link.face(peer.name), out.frame))
@@ -379,9 +472,10 @@ class Simulation:
             if (out if isinstance(out, bytes) else out.frame) == frame:
                 del member.waiting[i]
                 self.stats.lbt_dropped += 1
-                kind = None if isinstance(out, bytes) else out.kind.value
-                self._record(Record(self.now, member.name, Direction.DROP, LORA_FACE, frame,
-                                    kind, reason=HEARD_WHILE_WAITING, rssi=rssi, snr=snr))
+                if self._emit is not None:
+                    kind = None if isinstance(out, bytes) else out.kind._value_
+                    self._emit(self.now, member.name, _DROP, LORA_FACE, frame, kind, None,
+                               None, None, HEARD_WHILE_WAITING, rssi, snr, None)
                 return
 
     def _start_tx(self, member: SimNode, out: Outgoing | bytes) -> None:
@@ -390,46 +484,55 @@ class Simulation:
         tx = self.channel.transmit(member.radio, frame, self.now)
         if tx is None:
             self.stats.drops[DUTY_CYCLE] += 1
-            kind = None if isinstance(out, bytes) else out.kind.value
-            self._record(Record(self.now, member.name, Direction.DROP, LORA_FACE, frame, kind,
-                                reason=DUTY_CYCLE))
+            if self._emit is not None:
+                kind = None if isinstance(out, bytes) else out.kind._value_
+                self._emit(self.now, member.name, _DROP, LORA_FACE, frame, kind, None, None,
+                           None, DUTY_CYCLE, None, None, None)
             return
         self.stats.transmissions += 1
-        if isinstance(out, bytes):
-            self._record(Record(self.now, member.name, Direction.TX, LORA_FACE, frame,
-                                air=tx.airtime))
-        else:
-            self._record(records_for_tx(self.now, member.name, out))
+        if not isinstance(out, bytes):
+            self._emit_tx(member.name, out)
+        elif self._emit is not None:
+            self._emit(self.now, member.name, _TX, LORA_FACE, frame, None, None, None, None,
+                       None, None, None, tx.airtime)
         self._push(tx.end, _TX_END, member, tx)
 
     def _on_tx_end(self, sender: SimNode, tx: Transmission) -> None:
-        now, capture, by_radio, stats = self.now, self.capture, self._by_radio, self.stats
-        for rc in self.channel.finish(tx):
-            member = by_radio[rc.receiver]
-            rssi, snr = round(rc.rssi, 1), round(rc.snr * 4) / 4
-            if rc.drop is not None:  # the commonest outcome in a busy mesh
-                stats.drops[rc.drop] += 1
-                if capture is not None:
-                    capture.write(Record(now, member.name, Direction.DROP, LORA_FACE,
-                                         tx.frame, None, None, None, None, rc.drop, rssi, snr))
+        now, emit, by_radio, stats = self.now, self._emit, self._by_radio, self.stats
+        frame = tx.frame
+        drops, emit_drops = stats.drops, self._emit_drops
+        dropped: list[tuple[str, str, float, float]] = []  # drop records not written yet
+        for receiver, power, ratio, drop in self.channel.outcomes(tx):
+            member = by_radio[receiver]
+            rssi, snr = round(power, 1), round(ratio * 4) / 4
+            if drop is not None:  # the commonest outcome in a busy mesh
+                drops[drop] += 1
+                if emit_drops is not None:
+                    dropped.append((member.name, drop, rssi, snr))
                 continue
+            if dropped:  # records stay in receiver order
+                assert emit_drops is not None
+                emit_drops(now, LORA_FACE, frame, dropped)
+                dropped = []
             stats.receptions += 1
             if member.lbt is not None and member.waiting:
-                self._drop_heard_copy(member, tx.frame, rssi, snr)
+                self._drop_heard_copy(member, frame, rssi, snr)
             node = member.node
             if node is None:
-                self._record(Record(now, member.name, Direction.RX, LORA_FACE, tx.frame,
-                                    rssi=rssi, snr=snr))
+                if emit is not None:
+                    emit(now, member.name, _RX, LORA_FACE, frame, None, None, None, None,
+                         None, rssi, snr, None)
                 if member.deliver is not None:
-                    member.deliver(tx.frame, rssi, snr)
+                    member.deliver(frame, rssi, snr)
                 continue
-            report = node.receive(now, LORA_FACE, tx.frame, snr=snr)
-            if capture is not None:
-                for record in records_for_rx(now, member.name, LORA_FACE, tx.frame, report,
-                                             rssi=rssi, snr=snr):
-                    capture.write(record)
+            report = node.receive(now, LORA_FACE, frame, snr=snr)
+            if emit is not None:
+                self._emit_rx(member.name, LORA_FACE, frame, report, rssi, snr)
             if report.drop is None:  # a dropped frame never brings a deadline forward
                 self._after_receive(member, bool(report.stored))
+        if dropped:
+            assert emit_drops is not None
+            emit_drops(now, LORA_FACE, frame, dropped)
         if sender.waiting:
             self._pump(sender)
 
@@ -438,9 +541,8 @@ class Simulation:
         assert member.node is not None
         self.stats.receptions += 1
         report = member.node.receive(self.now, face, frame)
-        if self.capture is not None:
-            for record in records_for_rx(self.now, member.name, face, frame, report):
-                self.capture.write(record)
+        if self._emit is not None:
+            self._emit_rx(member.name, face, bytes(frame), report)
         if report.drop is None:
             self._after_receive(member, bool(report.stored))
 
@@ -456,11 +558,6 @@ class Simulation:
         entry = member.node.publish(key, content, self.now)
         member.node.drain_events()
         self.stats.published += 1
-        for record in records_for_own(self.now, member.name, entry.fid, entry.seq,
-                                      len(entry.chunks)):
-            self._record(record)
+        if self._emit is not None:
+            self._emit_own(member.name, entry.fid, entry.seq, len(entry.chunks))
         self._reschedule(member)
-
-    def _record(self, record: Record) -> None:
-        if self.capture is not None:
-            self.capture.write(record)

@@ -17,7 +17,7 @@ from gateway.capture import CaptureWriter, Direction, Record
 from gateway.replication.policy import preset
 
 from .bound import lower_bound
-from .engine import RecordSink, Simulation, derive_seed
+from .engine import RecordSink, Simulation, derive_seed, drops_writer, field_writer
 from .isp_run import attach_isp, format_isp_report
 from .links import LinkKind
 from .scenario import Scenario
@@ -42,10 +42,23 @@ class Tee:
     def __init__(self, *sinks: RecordSink) -> None:
         self.sinks = sinks
         self._writes = tuple(sink.write for sink in sinks)
+        self._fields = tuple(field_writer(sink) for sink in sinks)
+        self._drops = tuple(drops_writer(sink) for sink in sinks)
 
     def write(self, record: Record) -> None:
         for write in self._writes:
             write(record)
+
+    def write_fields(self, *fields: Any) -> None:
+        """``write(Record(*fields))`` without the Record (see ``engine.FieldWriter``)."""
+        for write in self._fields:
+            write(*fields)
+
+    def write_drops(self, t: float, face: str | None, frame: bytes | None,
+                    items: list[tuple[str, str, float, float]]) -> None:
+        """Drop records of one frame at several receivers (see ``engine.DropsWriter``)."""
+        for write in self._drops:
+            write(t, face, frame, items)
 
 
 def content_for(author: str, label: str, number: int, size: int) -> bytes:

@@ -62,6 +62,9 @@ class Summary:
         return self.drops.get("collision", 0)
 
 
+_DROP, _RX, _TX, _STORE = Direction.DROP, Direction.RX, Direction.TX, Direction.STORE
+
+
 class SummaryBuilder:
     """A capture sink (``write(record)``) that keeps the counts a summary needs."""
 
@@ -78,30 +81,51 @@ class SummaryBuilder:
         self.end = 0.0
 
     def write(self, record: Record) -> None:
-        direction = record.dir
-        if direction is Direction.META:
+        if record.dir is Direction.META:
             self.meta = dict(record.meta)
             return
-        self.end = max(self.end, record.t)
-        if record.node not in self._seen:
-            self._seen[record.node] = None
-        if direction is Direction.DROP:  # the commonest record in a busy mesh
-            self.drops[record.reason or "unknown"] += 1
-        elif direction is Direction.RX:
+        self.write_fields(record.t, record.node, record.dir, record.face, record.frame,
+                          record.kind, record.feed, record.seq, record.cnr, record.reason,
+                          record.rssi, record.snr, record.air)
+
+    def write_fields(self, t: float, node: str, direction: Direction, face: str | None,
+                     frame: bytes | None, kind: str | None, feed: bytes | None,
+                     seq: int | None, cnr: int | None, reason: str | None,
+                     rssi: float | None, snr: float | None, air: float | None) -> None:
+        """``write(Record(t, node, direction, ...))`` without the Record (not META)."""
+        if t > self.end:  # noqa: PLR1730 - cheaper than max() per record
+            self.end = t
+        if node not in self._seen:
+            self._seen[node] = None
+        if direction is _DROP:  # the commonest record in a busy mesh
+            self.drops[reason or "unknown"] += 1
+        elif direction is _RX:
             self.rx_frames += 1
-        elif direction is Direction.TX:
-            kind = record.kind or "unknown"
+        elif direction is _TX:
+            kind = kind or "unknown"
             self.tx_frames[kind] += 1
-            self.tx_airtime[kind] = self.tx_airtime.get(kind, 0.0) + (record.air or 0.0)
-            self.tx_bytes[kind] += len(record.frame or b"")
-        elif direction is Direction.STORE and record.feed is not None and record.seq is not None:
-            entry = (record.feed, record.seq)
-            if record.face is None:  # the author's own publication
-                pub = self._published.setdefault(entry, [record.t, 0])
+            self.tx_airtime[kind] = self.tx_airtime.get(kind, 0.0) + (air or 0.0)
+            self.tx_bytes[kind] += len(frame or b"")
+        elif direction is _STORE and feed is not None and seq is not None:
+            entry = (feed, seq)
+            if face is None:  # the author's own publication
+                pub = self._published.setdefault(entry, [t, 0])
                 pub[1] += 1
-            held = self._held.setdefault((record.node, *entry), [0, 0.0])
+            held = self._held.setdefault((node, *entry), [0, 0.0])
             held[0] += 1
-            held[1] = record.t
+            held[1] = t
+
+    def write_drops(self, t: float, face: str | None, frame: bytes | None,
+                    items: list[tuple[str, str, float, float]]) -> None:
+        """The drop records of one frame at several receivers: (node, reason, rssi, snr)
+        for each (see ``engine.DropsWriter``)."""
+        if t > self.end:  # noqa: PLR1730 - as in write_fields
+            self.end = t
+        seen, drops = self._seen, self.drops
+        for node, reason, _, _ in items:
+            if node not in seen:
+                seen[node] = None
+            drops[reason or "unknown"] += 1
 
     def convergence(self) -> Convergence:
         nodes = list(self.meta.get("nodes") or self._seen)

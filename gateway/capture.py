@@ -200,7 +200,9 @@ def _key(name: str) -> bytes:
     return bytes(cbor2.dumps(name))
 
 
+_DROP = Direction.DROP
 _SMALL = 256  # byte strings and integers below this take a precomputed head
+_MAP_HEADS = [_head(0xA0, n) for n in range(16)]  # a record map has at most 13 items
 
 
 class RecordEncoder:
@@ -213,10 +215,16 @@ class RecordEncoder:
     distinct strings (node, face, kind, reason names) encoded once and remembered. A
     record with a value outside these fast paths (a meta record, an integer time, a NaN,
     a negative or huge number, a bytearray) goes through cbor2 as a whole.
+
+    :meth:`fields` takes the record's fields without a :class:`Record` (the simulator
+    writes millions of them). The encoding of the time and of the frame is kept from one
+    record to the next while the very same objects come again: every outcome of one
+    transmission at its receivers shares both.
     """
 
-    __slots__ = ("_air", "_cnr", "_double", "_feed", "_frame", "_kind", "_prefix", "_reason",
-                 "_rssi", "_seq", "_snr", "_t")
+    __slots__ = ("_air", "_cnr", "_double", "_feed", "_frame", "_frame_obj", "_frame_part",
+                 "_kind", "_prefix", "_reason", "_rssi", "_rssi_snr", "_seq", "_snr", "_t",
+                 "_t_obj", "_t_part")
 
     def __init__(self) -> None:
         self._prefix: dict[tuple[str, str, str | None], tuple[int, bytes]] = {}
@@ -228,6 +236,13 @@ class RecordEncoder:
         self._cnr = [_key("cnr") + _head(0x00, n) for n in range(_SMALL)]
         self._double = struct.Struct(">Bd").pack  # 0xFB and the 8-byte double
         self._t, self._rssi, self._snr, self._air = (_key(k) for k in ("t", "rssi", "snr", "air"))
+        # the keys and doubles of rssi and snr in one go (records of frames heard)
+        self._rssi_snr = struct.Struct(f">{len(self._rssi)}sBd{len(self._snr)}sBd").pack
+        # the last time and frame encoded (compared by identity: the objects are held)
+        self._t_obj: object = None
+        self._t_part = b""
+        self._frame_obj: object = None
+        self._frame_part = b""
 
     def _text(self, cache: dict[str, bytes], name: str, value: str) -> bytes:
         b = cache.get(value)
@@ -236,70 +251,127 @@ class RecordEncoder:
         return b
 
     def encode(self, r: Record) -> bytes:
-        t = r.t
-        if type(t) is not float or t - t != 0.0 or r.dir is Direction.META:
+        if r.dir is Direction.META:
             return bytes(cbor2.dumps(r.to_map()))
-        key = (r.node, r.dir._value_, r.face)  # the value: an Enum member hashes slowly
+        return self.fields(r.t, r.node, r.dir, r.face, r.frame, r.kind, r.feed, r.seq, r.cnr,
+                           r.reason, r.rssi, r.snr, r.air)
+
+    def fields(self, t: float, node: str, direction: Direction, face: str | None,
+               frame: bytes | None, kind: str | None, feed: bytes | None, seq: int | None,
+               cnr: int | None, reason: str | None, rssi: float | None, snr: float | None,
+               air: float | None) -> bytes:
+        """The CBOR bytes of the record with these fields (``direction`` not META)."""
+        if t is not self._t_obj:
+            if type(t) is not float or t - t != 0.0:
+                return self._whole(t, node, direction, face, frame, kind, feed, seq, cnr,
+                                   reason, rssi, snr, air)
+            self._t_obj = t
+            self._t_part = self._t + self._double(0xFB, t)
+        key = (node, direction._value_, face)  # the value: an Enum member hashes slowly
         prefix = self._prefix.get(key)
         if prefix is None:
-            if type(r.node) is not str or (r.face is not None and type(r.face) is not str):
-                return bytes(cbor2.dumps(r.to_map()))
-            items = [_key("node"), _key(r.node), _key("dir"), _key(r.dir.value)]
-            if r.face is not None:
-                items += (_key("face"), _key(r.face))
+            if type(node) is not str or (face is not None and type(face) is not str):
+                return self._whole(t, node, direction, face, frame, kind, feed, seq, cnr,
+                                   reason, rssi, snr, air)
+            items = [_key("node"), _key(node), _key("dir"), _key(direction.value)]
+            if face is not None:
+                items += (_key("face"), _key(face))
             prefix = self._prefix[key] = (1 + len(items) // 2, b"".join(items))  # t too
         n, head = prefix
-        parts = [b"", b"", head]
-        v: Any = r.frame
-        if v is not None:
-            if type(v) is not bytes or len(v) >= _SMALL:
-                return bytes(cbor2.dumps(r.to_map()))
-            parts += (self._frame[len(v)], v)
+        parts = [b"", self._t_part, head]
+        if frame is not None:
+            if frame is not self._frame_obj:
+                if type(frame) is not bytes or len(frame) >= _SMALL:
+                    return self._whole(t, node, direction, face, frame, kind, feed, seq, cnr,
+                                       reason, rssi, snr, air)
+                self._frame_obj = frame
+                self._frame_part = self._frame[len(frame)] + frame
+            parts.append(self._frame_part)
             n += 1
-        if (v := r.kind) is not None:
+        v: Any
+        if (v := kind) is not None:
             if type(v) is not str:
-                return bytes(cbor2.dumps(r.to_map()))
+                return self._whole(t, node, direction, face, frame, kind, feed, seq, cnr,
+                                   reason, rssi, snr, air)
             parts.append(self._kind.get(v) or self._text(self._kind, "kind", v))
             n += 1
-        if (v := r.feed) is not None:
+        if (v := feed) is not None:
             if type(v) is not bytes or len(v) >= _SMALL:
-                return bytes(cbor2.dumps(r.to_map()))
+                return self._whole(t, node, direction, face, frame, kind, feed, seq, cnr,
+                                   reason, rssi, snr, air)
             parts += (self._feed[len(v)], v)
             n += 1
-        if (v := r.seq) is not None:
+        if (v := seq) is not None:
             if type(v) is not int or not 0 <= v < _SMALL:
-                return bytes(cbor2.dumps(r.to_map()))
+                return self._whole(t, node, direction, face, frame, kind, feed, seq, cnr,
+                                   reason, rssi, snr, air)
             parts.append(self._seq[v])
             n += 1
-        if (v := r.cnr) is not None:
+        if (v := cnr) is not None:
             if type(v) is not int or not 0 <= v < _SMALL:
-                return bytes(cbor2.dumps(r.to_map()))
+                return self._whole(t, node, direction, face, frame, kind, feed, seq, cnr,
+                                   reason, rssi, snr, air)
             parts.append(self._cnr[v])
             n += 1
-        if (v := r.reason) is not None:
+        if (v := reason) is not None:
             if type(v) is not str:
-                return bytes(cbor2.dumps(r.to_map()))
+                return self._whole(t, node, direction, face, frame, kind, feed, seq, cnr,
+                                   reason, rssi, snr, air)
             parts.append(self._reason.get(v) or self._text(self._reason, "reason", v))
             n += 1
         double = self._double
-        if (v := r.rssi) is not None:
+        if (v := rssi) is not None:
             if type(v) is not float or v - v != 0.0:  # not finite: cbor2 halves it
-                return bytes(cbor2.dumps(r.to_map()))
+                return self._whole(t, node, direction, face, frame, kind, feed, seq, cnr,
+                                   reason, rssi, snr, air)
             parts += (self._rssi, double(0xFB, v))
             n += 1
-        if (v := r.snr) is not None:
+        if (v := snr) is not None:
             if type(v) is not float or v - v != 0.0:
-                return bytes(cbor2.dumps(r.to_map()))
+                return self._whole(t, node, direction, face, frame, kind, feed, seq, cnr,
+                                   reason, rssi, snr, air)
             parts += (self._snr, double(0xFB, v))
             n += 1
-        if (v := r.air) is not None:
+        if (v := air) is not None:
             if type(v) is not float or v - v != 0.0:
-                return bytes(cbor2.dumps(r.to_map()))
+                return self._whole(t, node, direction, face, frame, kind, feed, seq, cnr,
+                                   reason, rssi, snr, air)
             parts += (self._air, double(0xFB, v))
             n += 1
-        parts[0] = _head(0xA0, n)
-        parts[1] = self._t + double(0xFB, t)
+        parts[0] = _MAP_HEADS[n]
         return b"".join(parts)
+
+    def drops(self, t: float, face: str | None, frame: bytes | None,
+              items: list[tuple[str, str, float, float]]) -> bytes:
+        """The drop records of one frame at several receivers: ``items`` holds
+        (node, reason, rssi, snr) for each; the same bytes as :meth:`fields` for each."""
+        fields = self.fields
+        out: list[bytes] = []
+        if frame is None or type(t) is not float:
+            for node, reason, rssi, snr in items:
+                out.append(fields(t, node, _DROP, face, frame, None, None, None, None, reason,
+                                  rssi, snr, None))
+            return b"".join(out)
+        prefixes, reasons, pack = self._prefix, self._reason, self._rssi_snr
+        rssi_key, snr_key = self._rssi, self._snr
+        for node, reason, rssi, snr in items:
+            prefix = prefixes.get((node, "drop", face))
+            part = reasons.get(reason)
+            if (prefix is None or part is None or t is not self._t_obj
+                    or frame is not self._frame_obj or type(rssi) is not float
+                    or type(snr) is not float or rssi - rssi != 0.0 or snr - snr != 0.0):
+                # one record the long way (which also learns the strings, time and frame)
+                out.append(fields(t, node, _DROP, face, frame, None, None, None, None, reason,
+                                  rssi, snr, None))
+                continue
+            out += (_MAP_HEADS[prefix[0] + 4], self._t_part, prefix[1], self._frame_part, part,
+                    pack(rssi_key, 0xFB, rssi, snr_key, 0xFB, snr))
+        return b"".join(out)
+
+    @staticmethod
+    def _whole(*fields: Any) -> bytes:
+        """The slow path: cbor2 encodes the record's map."""
+        return bytes(cbor2.dumps(Record(*fields).to_map()))
 
 
 ZSTD_SUFFIX = ".zst"
@@ -390,7 +462,10 @@ class CaptureWriter:
             self._zstd = zstandard
             self._fp = zstandard.ZstdCompressor(level=3).stream_writer(self._raw,
                                                                        closefd=False)
-        self._encode = RecordEncoder().encode
+        encoder = RecordEncoder()
+        self._encode = encoder.encode
+        self._fields = encoder.fields
+        self._drops = encoder.drops
         self.count = 0
         header = {"format": FORMAT, "version": VERSION, "source": source, **meta}
         self.write(Record(t0, node, Direction.META, meta=header))
@@ -400,6 +475,26 @@ class CaptureWriter:
             raise CaptureError(f"capture {self.path} is closed")
         self._fp.write(self._encode(record))
         self.count += 1
+
+    def write_fields(self, t: float, node: str, direction: Direction, face: str | None,
+                     frame: bytes | None, kind: str | None, feed: bytes | None,
+                     seq: int | None, cnr: int | None, reason: str | None,
+                     rssi: float | None, snr: float | None, air: float | None) -> None:
+        """``write(Record(t, node, direction, ...))`` without the Record (not META)."""
+        if self._fp is None:
+            raise CaptureError(f"capture {self.path} is closed")
+        self._fp.write(self._fields(t, node, direction, face, frame, kind, feed, seq, cnr,
+                                    reason, rssi, snr, air))
+        self.count += 1
+
+    def write_drops(self, t: float, face: str | None, frame: bytes | None,
+                    items: list[tuple[str, str, float, float]]) -> None:
+        """The drop records of one frame at several receivers: (node, reason, rssi, snr)
+        for each, as ``write_fields`` would write them one by one."""
+        if self._fp is None:
+            raise CaptureError(f"capture {self.path} is closed")
+        self._fp.write(self._drops(t, face, frame, items))
+        self.count += len(items)
 
     def write_all(self, records: list[Record]) -> None:
         for r in records:

@@ -112,6 +112,9 @@ class Face:
         return t
 
 
+_INF = float("inf")
+
+
 class AirtimeBudget:
     """Airtime spent in a sliding window, against a duty-cycle limit.
 
@@ -144,17 +147,21 @@ class AirtimeBudget:
 
     def earliest(self, now: float, airtime: float) -> float:
         """The first time at which a transmission of ``airtime`` fits the budget."""
-        self._expire(now)
+        ledger, window = self._ledger, self.window
+        while ledger and ledger[0][0] + window <= now:  # _expire(), inlined: a hot path
+            self._used -= ledger.popleft()[1]
         need = round(airtime * 1e6)
         if need > self.limit:
-            return float("inf")
+            return _INF
         excess = self._used + need - self.limit
+        if excess <= 0:  # fits now (the loop below would not run)
+            return now
         t = now
-        for start, spent in self._ledger:
+        for start, spent in ledger:
             if excess <= 0:
                 break
             excess -= spent
-            t = start + self.window
+            t = start + window
         return max(t, now)
 
     def spend(self, now: float, airtime: float) -> None:

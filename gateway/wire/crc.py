@@ -28,6 +28,13 @@ def add_crc(packet: Buffer) -> bytes:
     return bytes(packet) + crc32_trailer(packet)
 
 
+# the last frame whose trailer checked out (a bytes object, held), its packet and the
+# minimum length it was checked against: every radio around a sender checks the very same
+# frame object one after the other in a simulated mesh, and then all of them share one
+# packet object (whose hash, once computed, is kept for every dict it is looked up in)
+_last_stripped: tuple[object, bytes, int] = (None, b"", 0)
+
+
 def strip_crc(frame: Buffer, *, min_packet_len: int = 1) -> bytes:
     """Check the CRC32 trailer of ``frame`` and return the packet in front of it.
 
@@ -35,6 +42,10 @@ def strip_crc(frame: Buffer, *, min_packet_len: int = 1) -> bytes:
     packet bytes plus the trailer, or when the trailer does not match. The default of
     one byte rejects a bare ``00000000`` (the CRC of an empty packet).
     """
+    global _last_stripped
+    last = _last_stripped  # (one read of a tuple: safe across threads too)
+    if last[0] is frame and last[2] == min_packet_len:
+        return last[1]
     data = bytes(frame)
     if len(data) < CRC_LEN + min_packet_len:
         raise FrameError(
@@ -45,4 +56,6 @@ def strip_crc(frame: Buffer, *, min_packet_len: int = 1) -> bytes:
     expected = crc32_trailer(packet)
     if trailer != expected:
         raise FrameError(f"CRC mismatch: frame says {trailer.hex()}, packet gives {expected.hex()}")
+    if type(frame) is bytes:  # immutable: the same object is the same frame
+        _last_stripped = (frame, packet, min_packet_len)
     return packet

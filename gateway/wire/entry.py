@@ -53,9 +53,24 @@ def sha256(data: bytes) -> bytes:
     return _sha256(data).digest()
 
 
+_HASH20_KEPT = 4096  # hashes remembered (then forgotten all at once)
+_hash20_of: dict[bytes, bytes] = {}
+
+
 def hash20(data: bytes) -> bytes:
-    """The 20-byte hash pointer of a chunk (or of anything): sha256(data)[:20]."""
-    return _sha256(data).digest()[:HASH_LEN]
+    """The 20-byte hash pointer of a chunk (or of anything): sha256(data)[:20].
+
+    Remembered for packets seen lately: a packet heard by many radios of a simulated
+    mesh (or relayed back to a gateway) is hashed by each of them for the chunk table.
+    """
+    if type(data) is not bytes:  # a mutable buffer: its content may change
+        return _sha256(data).digest()[:HASH_LEN]
+    h = _hash20_of.get(data)
+    if h is None:
+        if len(_hash20_of) >= _HASH20_KEPT:
+            _hash20_of.clear()
+        h = _hash20_of[data] = _sha256(data).digest()[:HASH_LEN]
+    return h
 
 
 def genesis_prev(fid: bytes) -> bytes:

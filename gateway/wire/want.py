@@ -124,17 +124,35 @@ def _body(packet: bytes) -> list[object]:
     return value
 
 
+# requests decoded lately (bytes packets only; forgotten all at once when full): every
+# neighbour of the asker decodes the same request, in a simulated mesh one after the other
+_DECODED_KEPT = 1024
+_wants: dict[bytes, Want] = {}
+_chnks: dict[bytes, tuple[ChunkRequest, ...]] = {}
+
+
 def decode_want(packet: bytes) -> Want:
+    want = _wants.get(packet) if type(packet) is bytes else None
+    if want is not None:
+        return want  # (immutable)
     items = _body(packet)
     if not items:
         raise PacketError("WANT list is empty")
     offset = _as_uint(items[0])
     if offset is None:
         raise PacketError("WANT offset is not a non-negative integer")
-    return Want(offset, tuple(_as_uint(v) for v in items[1:]))
+    want = Want(offset, tuple(_as_uint(v) for v in items[1:]))
+    if type(packet) is bytes:
+        if len(_wants) >= _DECODED_KEPT:
+            _wants.clear()
+        _wants[packet] = want
+    return want
 
 
 def decode_chnk(packet: bytes) -> list[ChunkRequest]:
+    known = _chnks.get(packet) if type(packet) is bytes else None
+    if known is not None:
+        return list(known)  # a list of its own for each caller
     requests = []
     for item in _body(packet):
         if not isinstance(item, list) or len(item) < 3:
@@ -143,4 +161,8 @@ def decode_chnk(packet: bytes) -> list[ChunkRequest]:
         if fndx is None or seq is None or cnr is None or seq == 0:
             continue
         requests.append(ChunkRequest(fndx, seq, cnr))
+    if type(packet) is bytes:
+        if len(_chnks) >= _DECODED_KEPT:
+            _chnks.clear()
+        _chnks[packet] = tuple(requests)
     return requests

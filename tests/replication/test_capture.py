@@ -156,6 +156,28 @@ def test_record_encoder_writes_exactly_the_cbor_of_the_record_map(record: Record
     assert encoder.encode(meta) == cbor2.dumps(meta.to_map())
 
 
+_drop_items = st.lists(st.tuples(st.sampled_from(["n1", "n2", "n3"]),
+                                 st.sampled_from(["collision", "half-duplex"]) | _text,
+                                 st.floats(allow_nan=True) | st.integers(-5, 5),
+                                 st.floats(-50, 50)), max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1e6) | st.integers(0, 9), st.none() | _text,
+                          _opt_bytes, _drop_items), max_size=4))
+def test_drops_of_one_frame_encode_as_the_records_one_by_one(
+        batches: list[tuple[float, str | None, bytes | None,
+                            list[tuple[str, str, float, float]]]]) -> None:
+    """The simulator writes a frame's channel drops at its receivers in one go."""
+    encoder = RecordEncoder()
+    for t, face, frame, items in batches:
+        expected = b"".join(cbor2.dumps(Record(t, node, Direction.DROP, face, frame,
+                                               reason=reason, rssi=rssi, snr=snr).to_map())
+                            for node, reason, rssi, snr in items)
+        assert encoder.drops(t, face, frame, items) == expected
+        assert encoder.drops(t, face, frame, items) == expected  # from what it learnt
+
+
 def test_a_zst_capture_is_compressed_and_reads_like_a_plain_one(tmp_path: Path) -> None:
     """Issue 18: captures that can be compressed (a city-100 day is 1.2 GB plain)."""
     records = [Record(float(i), "n", Direction.TX, face="lora", frame=bytes([i % 7]) * 124,
