@@ -101,8 +101,8 @@ class _FaceState:
         # WANT/CHNK heard from neighbours since our last request round (push faces): ours
         # would say the same, and the answers to theirs reach us too
         self.heard_requests: set[bytes] = set()
-        # requests heard over a weak link (push faces), when first heard: answered only
-        # when the same request comes again (no stronger neighbour's answer reached it)
+        # first answers to requests heard over a weak link (push faces), and when: answered
+        # only when asked for again (no stronger neighbour's answer reached the asker)
         self.weak_requests: OrderedDict[bytes, float] = OrderedDict()
         # request -> the first answer we queued for it (point-to-point faces): the same
         # request again while that answer still waits is answered already
@@ -501,6 +501,7 @@ class Node:
             elif seq - 1 > top:
                 more = True
         if more and self.policy.rearm_on_hint:
+            self._pace_repairs(fs, now)
             fs.timer.rearm(now)
             if bound is not None:
                 fs.set_next = bound.name
@@ -573,8 +574,7 @@ class Node:
                 fs.answered.popitem(last=False)
         queued = 0
         relays = fs.relays
-        if (relays is not None and request is not None and answers
-                and self._weak_request(now, fs, request)):
+        if relays is not None and answers and self._weak_request(now, fs, answers[0].packet):
             return 0
         for a in answers:
             kind = FrameKind.ENTRY if a.cnr is None else FrameKind.CHUNK
@@ -592,24 +592,26 @@ class Node:
                 queued += 1
         return queued
 
-    def _weak_request(self, now: float, fs: _FaceState, request: bytes) -> bool:
-        """Does ``request`` (heard on push face ``fs``) wait for a repeat before we answer?
+    def _weak_request(self, now: float, fs: _FaceState, first: bytes) -> bool:
+        """Does a request heard on push face ``fs``, whose first answer is ``first``, wait
+        for another before we answer?
 
         A request heard less than ``answer_snr_margin`` dB above the demodulation floor
         came over a link that rarely carries the answers back; its asker most likely has
-        stronger neighbours, whose answers reach it. Only when the same request comes
-        again (within ``answer_weak_memory``: nothing reached the asker) do we answer.
-        Where airtime is plentiful (less than ``push_skip_load`` of the budget spent) a
-        long shot costs little, and a sparse mesh may have no stronger link: answer."""
+        stronger neighbours, whose answers reach it. Only when a request for the same
+        packet comes again (within ``answer_weak_memory``: nothing reached the asker; its
+        other slots may have moved on meanwhile) do we answer. Where airtime is plentiful
+        (less than ``push_skip_load`` of the budget spent) a long shot costs little, and a
+        sparse mesh may have no stronger link: answer."""
         margin = self.policy.answer_snr_margin
         if (not margin or self._snr is None or self._snr >= self.policy.push_snr_low + margin
                 or not self._airtime_scarce(fs, now)):
             return False
         weak = fs.weak_requests
-        first = weak.pop(request, None)
-        if first is not None and now - first <= self.policy.answer_weak_memory:
+        asked = weak.pop(first, None)
+        if asked is not None and now - asked <= self.policy.answer_weak_memory:
             return False
-        weak[request] = now
+        weak[first] = now
         if len(weak) > _WEAK_KEPT:
             weak.popitem(last=False)
         self.stats.weak_requests += 1
@@ -636,6 +638,7 @@ class Node:
             if isinstance(fs.timer, RepairTimer) and report.kind is FrameKind.ENTRY:
                 replica = self.store.get(report.fid) if report.fid is not None else None
                 if replica is not None and report.seq in replica.pending:
+                    self._pace_repairs(fs, now)
                     fs.timer.chain_check(now)  # its chunks should follow
         elif (self.policy.hint_unmatched and report.drop is Drop.NO_MATCH
               and len(packet) < PACKET_LEN and not self._sets):
@@ -667,6 +670,7 @@ class Node:
                 # news (an entry after one we missed, a chunk of an entry we lack); more
                 # such frames come while it lasts, so no retries
                 self.stats.hints += 1
+                self._pace_repairs(fs, now)
                 fs.timer.rearm(now, retries=False)
         return report
 
@@ -849,6 +853,7 @@ class Node:
             # the neighbour that holds the answer)
             hinted = isinstance(fs.timer, RepairTimer) and fs.timer.hinted
             if isinstance(fs.timer, RepairTimer):
+                self._pace_repairs(fs, now)
                 fs.timer.sent(now, fs.builder.cycle_end or not keys or not asks, lacking,
                               fs.density)
             else:
@@ -871,6 +876,15 @@ class Node:
         if silent and isinstance(fs.timer, RepairTimer) and self._agreed(now):
             self.stats.no_echo += 1
             fs.timer.advertise(now)
+
+    def _pace_repairs(self, fs: _FaceState, now: float) -> None:
+        """Requests after a hint wait ``request_delay``, or ``request_delay_scarce`` while
+        airtime is scarce (the push may still bring what the hint showed, and an early
+        request's answers only repeat it)."""
+        if isinstance(fs.timer, RepairTimer):
+            p = self.policy
+            fs.timer.delay = (p.request_delay_scarce if p.request_delay_scarce
+                              and self._airtime_scarce(fs, now) else p.request_delay)
 
     def _airtime_scarce(self, fs: _FaceState, now: float) -> bool:
         """Has a push face spent more than ``push_skip_load`` of its airtime budget?"""

@@ -36,8 +36,8 @@ class RepairTimer:
     Two times: when the next WANT is due (``want_at``) and when a CHNK alone is
     (``chnk_at``); a round at or after ``want_at`` sends both."""
 
-    __slots__ = ("_arrived", "_retries", "_rng", "_sent_at", "chnk_at", "hinted", "policy",
-                 "rtt", "want_at")
+    __slots__ = ("_arrived", "_retries", "_rng", "_sent_at", "chnk_at", "delay", "hinted",
+                 "policy", "rtt", "want_at")
 
     def __init__(self, policy: Policy, now: float, rng: random.Random, *,
                  first_within: float) -> None:
@@ -50,6 +50,7 @@ class RepairTimer:
         self._arrived = False
         self._retries = 0  # after a hint: requests left before falling back to the beacon
         self.hinted = False  # the round due asks because of a hint (not as a beacon)
+        self.delay = policy.request_delay  # from a hint to its request (the Node sets it)
 
     @property
     def next_at(self) -> float:
@@ -125,4 +126,4 @@ class RepairTimer:
     def _delay(self) -> float:
         """``request_delay``, give or take half: neighbours that heard the same hint at
         the same instant must not all ask at the next same instant."""
-        return self.policy.request_delay * self._rng.uniform(0.5, 1.5)
+        return self.delay * self._rng.uniform(0.5, 1.5)

@@ -315,3 +315,44 @@ def test_a_request_over_a_weak_link_is_answered_only_when_it_comes_again() -> No
     # with airtime to spare, or without the rule, a weak request is answered at once
     assert _answers_to_weak_wants(RADIO, weak)[0] == 5
     assert _answers_to_weak_wants(SCARCE, weak, DEFAULT.with_(answer_snr_margin=0.0))[0] == 5
+
+
+def _hint_to_request(face: Face, seed: int) -> float:
+    """A node whose radio pushed 12 posts of its own (more than half of a scarce budget)
+    hears a neighbour's WANT showing it holds more of a feed we follow: how long until
+    our WANT goes out."""
+    policy = DEFAULT.with_(push_reserve=0.0)  # requests may spend the whole budget here
+    node = Node(MemoryStore(), policy=policy, rng=random.Random(seed))
+    node.add_face(face, 0.0)
+    own, other = key(82), key(83)
+    node.follow(other.fid, 0.0)
+    for entry in build_feed(other, [b"one", b"two"]):  # we hold 2 entries of other
+        node.receive(0.0, "radio", add_crc(entry.packet), snr=5.0)
+    t = 0.0
+    for i in range(12):
+        node.publish(own, f"post {i}".encode(), t)
+        t += 1.0
+    while t < 900.0:
+        for _ in node.frames_to_send(t):
+            pass
+        t = min(900.0, max(t + 0.01, node.next_deadline() or 900.0))
+    slots = sorted([own.fid, other.fid])
+    seqs = [13 if fid == own.fid else 5 for fid in slots]  # they hold 4 entries of other
+    node.receive(t, "radio", add_crc(encode_want(want_dmx(xor_keys(slots)), 0, seqs)),
+                 snr=5.0)
+    heard = t
+    while t < heard + 120.0:
+        for out in node.frames_to_send(t):
+            if out.kind is FrameKind.WANT:
+                return t - heard
+        t = min(heard + 120.0, max(t + 0.01, node.next_deadline() or heard + 120.0))
+    return float("inf")
+
+
+def test_a_hint_waits_longer_for_the_push_while_airtime_is_scarce() -> None:
+    # request_delay (5 s) give or take half with airtime to spare; request_delay_scarce
+    # (15 s) give or take half once more than half of the budget is spent
+    plenty = [_hint_to_request(RADIO, seed) for seed in range(6)]
+    scarce = [_hint_to_request(SCARCE, seed) for seed in range(6)]
+    assert all(2.0 <= d <= 8.0 for d in plenty), plenty
+    assert all(7.0 <= d <= 23.0 for d in scarce), scarce
