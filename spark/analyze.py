@@ -159,6 +159,7 @@ def _analyze(request: AnalyzeRequest, step: Step, spark: SparkSession | None) ->
         spark = build_session(request.master, request.conf)
     from .dataset import load_records, runs_frame
     from .metrics import compute, compute_on_driver
+    from .plots import preload
     from .report import write_report
 
     started = time.monotonic()
@@ -168,6 +169,7 @@ def _analyze(request: AnalyzeRequest, step: Step, spark: SparkSession | None) ->
     on_driver = request.tables_on_driver
     if on_driver is None:
         on_driver = runs <= ONE_PARTITION_RUNS
+    preload()  # matplotlib, for the plots, while Spark works
     records = load_records(spark, datasets)
     tables: Tables | SmallTables
     if on_driver:

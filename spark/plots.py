@@ -6,7 +6,9 @@ policy in every plot, so runs of one scenario under two policies sit side by sid
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +68,19 @@ def policy_key(policy: str) -> tuple[bool, str]:
 
 def policy_order(policies: Sequence[str]) -> list[str]:
     return sorted(set(policies), key=policy_key)
+
+
+def preload() -> threading.Thread:
+    """Import matplotlib on a thread of its own: half a second of a cold process that the
+    driver, idle while Spark runs the passes over the records, spends then rather than
+    after them, when the plots are drawn."""
+    def load() -> None:
+        with contextlib.suppress(ImportError):  # the plots themselves report it
+            _pyplot()
+
+    thread = threading.Thread(target=load, name="plots-preload", daemon=True)
+    thread.start()
+    return thread
 
 
 def _pyplot() -> Any:
