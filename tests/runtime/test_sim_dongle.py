@@ -60,7 +60,9 @@ def test_a_gateway_process_receives_the_mesh_feeds_through_the_simulated_dongle(
                 have = holdings(data)
                 return len(have) == 2 and all(v == (2, 0) for v in have.values())
 
-            wait_for(complete, 150, "the gateway gets both authors' feeds", [gw, mesh])
+            # a real-time mesh: 75-81 s on an idle machine (before and after 2026-11-26's
+            # policy changes); once over 150 s inside the loaded full suite
+            wait_for(complete, 300, "the gateway gets both authors' feeds", [gw, mesh])
         finally:
             assert stop(gw) == [0]
     finally:
