@@ -120,8 +120,9 @@ class Policy:
     # burst; a copy from another neighbour meanwhile cancels it)
     answer_window: float = 4.0
     # push faces: a WANT/CHNK heard less than this many dB above ``push_snr_low`` (the
-    # demodulation floor) came over a link that rarely carries the answers back; it is
-    # answered only when the same request comes again within ``answer_weak_memory``
+    # demodulation floor) came over a link that rarely carries the answers back; while
+    # more than ``push_skip_load`` of the budget is spent it is answered only when a
+    # request for the same first packet comes again within ``answer_weak_memory``
     # seconds (0: answer every request at once)
     answer_snr_margin: float = 0.0
     answer_weak_memory: float = 3600.0

@@ -124,6 +124,7 @@ class RepairTimer:
         self.chnk_at = min(self.chnk_at, now + CHAIN_WAIT * self._delay())
 
     def _delay(self) -> float:
-        """``request_delay``, give or take half: neighbours that heard the same hint at
-        the same instant must not all ask at the next same instant."""
+        """``delay`` (the Node's pace: ``request_delay``, or ``request_delay_scarce``
+        while airtime is scarce), give or take half: neighbours that heard the same hint
+        at the same instant must not all ask at the next same instant."""
         return self.delay * self._rng.uniform(0.5, 1.5)

@@ -283,6 +283,15 @@ def test_a_leaf_leaves_out_most_relays_that_reach_nobody_while_airtime_is_scarce
     assert len(_sparse_relays(DEFAULT, 160, echoed=False)) == 160
 
 
+def _send_until(node: Node, t: float, end: float) -> float:
+    """Let ``node`` send whatever it has due (onto an empty channel) from ``t`` to
+    ``end``, in virtual time; returns ``end``."""
+    while t < end:
+        node.frames_to_send(t)
+        t = min(end, max(t + 0.01, node.next_deadline() or end))
+    return t
+
+
 def _answers_to_weak_wants(face: Face, snr: float, policy=DEFAULT) -> list[int]:
     """A node holding 30 posts of its own, its radio busy pushing them (more than half of
     a scarce budget spent), hears one neighbour's WANT for them three times at ``snr``
@@ -290,16 +299,9 @@ def _answers_to_weak_wants(face: Face, snr: float, policy=DEFAULT) -> list[int]:
     node = Node(MemoryStore(), policy=policy, rng=random.Random(4))
     node.add_face(face, 0.0)
     k = key(81)
-    t = 0.0
     for i in range(30):
-        node.publish(k, f"post {i}".encode(), t)
-        t += 1.0
-        for _ in node.frames_to_send(t):
-            pass
-    while t < 600.0:  # the pushes go out as the budget allows
-        for _ in node.frames_to_send(t):
-            pass
-        t = min(600.0, max(t + 0.01, node.next_deadline() or 600.0))
+        node.publish(k, f"post {i}".encode(), float(i))
+    t = _send_until(node, 0.0, 600.0)  # the pushes go out as the budget allows
     want = add_crc(encode_want(want_dmx(xor_keys([k.fid])), 0, [1]))
     return [node.receive(t + 60.0 * i, "radio", want, snr=snr).answers for i in range(3)]
 
@@ -328,14 +330,9 @@ def _hint_to_request(face: Face, seed: int) -> float:
     node.follow(other.fid, 0.0)
     for entry in build_feed(other, [b"one", b"two"]):  # we hold 2 entries of other
         node.receive(0.0, "radio", add_crc(entry.packet), snr=5.0)
-    t = 0.0
     for i in range(12):
-        node.publish(own, f"post {i}".encode(), t)
-        t += 1.0
-    while t < 900.0:
-        for _ in node.frames_to_send(t):
-            pass
-        t = min(900.0, max(t + 0.01, node.next_deadline() or 900.0))
+        node.publish(own, f"post {i}".encode(), float(i))
+    t = _send_until(node, 0.0, 900.0)
     slots = sorted([own.fid, other.fid])
     seqs = [13 if fid == own.fid else 5 for fid in slots]  # they hold 4 entries of other
     node.receive(t, "radio", add_crc(encode_want(want_dmx(xor_keys(slots)), 0, seqs)),
