@@ -81,6 +81,7 @@ class NodeStats:
     orphans_adopted: int = 0  # kept frames stored once their predecessor arrived
     no_echo: int = 0  # our relays of entries that no neighbour relayed on
     hints: int = 0  # requests brought forward by a frame we could not place
+    hints_settled: int = 0  # hint requests not sent: what the hint showed had arrived
     pushed: int = 0  # frames sent unasked (push faces)
     answered: int = 0  # frames sent in answer to a WANT/CHNK on push faces
     weak_requests: int = 0  # requests over a weak link left for stronger neighbours
@@ -89,7 +90,7 @@ class NodeStats:
 class _FaceState:
     __slots__ = ("answered", "bucket", "budget", "builder", "copies", "credit", "density",
                  "echo_rate", "echoes", "face",
-                 "heard_requests", "jittered", "next_tx", "queue", "relays", "set_builders",
+                 "heard_requests", "hint_seqs", "jittered", "next_tx", "queue", "relays", "set_builders",
                  "set_next", "set_turn", "timer", "weak_requests")
 
     def __init__(self, face: Face, timer: RequestTimer | RepairTimer, builder: RequestBuilder,
@@ -101,6 +102,9 @@ class _FaceState:
         # WANT/CHNK heard from neighbours since our last request round (push faces): ours
         # would say the same, and the answers to theirs reach us too
         self.heard_requests: set[bytes] = set()
+        # what neighbours' WANTs showed they hold beyond us since our hint came (fid ->
+        # their last seq): once we hold all of it, the hint is settled (push faces)
+        self.hint_seqs: dict[bytes, int] = {}
         # first answers to requests heard over a weak link (push faces), and when: answered
         # only when asked for again (no stronger neighbour's answer reached the asker)
         self.weak_requests: OrderedDict[bytes, float] = OrderedDict()
@@ -491,6 +495,8 @@ class Node:
         store = self.store
         wanted: list[tuple[int, int]] = []  # the slots we can answer
         more = False  # a slot shows the peer holds more than we do
+        settle = (self.policy.hint_settle and bound is None
+                  and isinstance(fs.timer, RepairTimer))
         for fndx, seq in want.slots(len(keys)):
             replica = store.get(keys[fndx])
             if replica is None:
@@ -500,9 +506,16 @@ class Node:
                 wanted.append((fndx, seq))
             elif seq - 1 > top:
                 more = True
+                if settle:
+                    fid = keys[fndx]
+                    if fs.hint_seqs.get(fid, 0) < seq - 1:
+                        fs.hint_seqs[fid] = seq - 1
         if more and self.policy.rearm_on_hint:
             self._pace_repairs(fs, now)
-            fs.timer.rearm(now)
+            if isinstance(fs.timer, RepairTimer):
+                fs.timer.rearm(now, checkable=settle)
+            else:
+                fs.timer.rearm(now)
             if bound is not None:
                 fs.set_next = bound.name
         credit = fs.credit
@@ -832,6 +845,13 @@ class Node:
                 self._check_echoes(now, fs)
             if not fs.timer.due(now):
                 continue
+            if (fs.hint_seqs and isinstance(fs.timer, RepairTimer)
+                    and fs.timer.wants(now) and self._airtime_scarce(fs, now)
+                    and self._hint_settled(fs)):
+                fs.timer.settle(now, fs.density)
+                self.stats.hints_settled += 1
+                if not fs.timer.due(now):
+                    continue
             if fs.budget is not None and self.policy.defer_requests:
                 # a request built now would only wait in the queue for the airtime budget
                 # and be replaced by a newer one: build it when it can go out
@@ -876,6 +896,21 @@ class Node:
         if silent and isinstance(fs.timer, RepairTimer) and self._agreed(now):
             self.stats.no_echo += 1
             fs.timer.advertise(now)
+
+    def _hint_settled(self, fs: _FaceState) -> bool:
+        """Do we hold by now everything the neighbours' WANTs showed they hold beyond us,
+        and is that all the hints said? Then the request they brought would only be
+        answered with what we have (the push came meanwhile)."""
+        timer = fs.timer
+        assert isinstance(timer, RepairTimer)
+        if not timer.hinted or timer.open_hint or timer.following:
+            return False
+        store, seqs = self.store, fs.hint_seqs
+        for fid, seq in list(seqs.items()):
+            replica = store.get(fid)
+            if replica is None or replica.max_seq >= seq:
+                del seqs[fid]
+        return not seqs
 
     def _pace_repairs(self, fs: _FaceState, now: float) -> None:
         """Requests after a hint wait ``request_delay``, or ``request_delay_scarce`` while

@@ -37,7 +37,7 @@ class RepairTimer:
     (``chnk_at``); a round at or after ``want_at`` sends both."""
 
     __slots__ = ("_arrived", "_retries", "_rng", "_sent_at", "chnk_at", "delay", "hinted",
-                 "policy", "rtt", "want_at")
+                 "open_hint", "policy", "rtt", "want_at")
 
     def __init__(self, policy: Policy, now: float, rng: random.Random, *,
                  first_within: float) -> None:
@@ -50,6 +50,9 @@ class RepairTimer:
         self._arrived = False
         self._retries = 0  # after a hint: requests left before falling back to the beacon
         self.hinted = False  # the round due asks because of a hint (not as a beacon)
+        # a hint the Node cannot check off (a frame we could not place, our news): only
+        # hints a neighbour's WANT gave (which feeds, up to which entry) can settle
+        self.open_hint = False
         self.delay = policy.request_delay  # from a hint to its request (the Node sets it)
 
     @property
@@ -86,6 +89,7 @@ class RepairTimer:
         self._sent_at = now
         self._arrived = False
         self.hinted = self._retries > 0
+        self.open_hint = self.open_hint and self.hinted
 
     def arrival(self, now: float) -> None:
         """An entry or chunk arrived; it answers our request if it came within the round
@@ -103,19 +107,36 @@ class RepairTimer:
         self.want_at = max(self.want_at, until)
         self.chnk_at = max(self.chnk_at, until)
 
-    def rearm(self, now: float, *, retries: bool = True) -> None:
+    def rearm(self, now: float, *, retries: bool = True, checkable: bool = False) -> None:
         """A hint: a neighbour holds more than we do. Ask after ``request_delay``, and
-        (``retries``) again, up to ``REPAIR_RETRIES`` times, while nothing comes."""
+        (``retries``) again, up to ``REPAIR_RETRIES`` times, while nothing comes.
+        ``checkable``: the Node knows what the hint showed, and :meth:`settle` ends it
+        once we hold that."""
         self.want_at = min(self.want_at, now + self._delay())
         self.hinted = True
+        self.open_hint = self.open_hint or not checkable
         if retries:
             self._retries = REPAIR_RETRIES
+
+    def settle(self, now: float, neighbours: float = 1.0) -> None:
+        """What the hints showed has arrived (pushed, or answered to a neighbour's
+        request): no request, and no retries; back to the beacon's pace."""
+        self._retries = 0
+        self.hinted = False
+        self.want_at = now + (self.policy.push_rtt_max * max(1.0, neighbours)
+                              * self._rng.uniform(0.5, 1.0))
+
+    @property
+    def following(self) -> bool:
+        """The round due pulls on after answers came (not a hint's request)."""
+        return self._arrived
 
     def advertise(self, now: float) -> None:
         """We relayed news that no neighbour relayed on (we waited for that): a WANT now
         shows neighbours what we hold, and whoever lacks it asks."""
         self.want_at = min(self.want_at, now)
         self.hinted = True
+        self.open_hint = True
 
     def chain_check(self, now: float) -> None:
         """An entry with a side chain arrived: ask for the chunks (a CHNK alone) if they

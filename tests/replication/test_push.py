@@ -319,16 +319,19 @@ def test_a_request_over_a_weak_link_is_answered_only_when_it_comes_again() -> No
     assert _answers_to_weak_wants(SCARCE, weak, DEFAULT.with_(answer_snr_margin=0.0))[0] == 5
 
 
-def _hint_to_request(face: Face, seed: int) -> float:
+def _hint_to_request(face: Face, seed: int, *, pushed: int = 0, policy=DEFAULT,
+                     horizon: float = 120.0) -> float:
     """A node whose radio pushed 12 posts of its own (more than half of a scarce budget)
-    hears a neighbour's WANT showing it holds more of a feed we follow: how long until
-    our WANT goes out."""
-    policy = DEFAULT.with_(push_reserve=0.0)  # requests may spend the whole budget here
+    hears a neighbour's WANT showing it holds two more entries of a feed we follow, and
+    ``pushed`` of them come by push a second later: how long until our WANT goes out
+    (inf: not within ``horizon`` seconds)."""
+    policy = policy.with_(push_reserve=0.0)  # requests may spend the whole budget here
     node = Node(MemoryStore(), policy=policy, rng=random.Random(seed))
     node.add_face(face, 0.0)
     own, other = key(82), key(83)
     node.follow(other.fid, 0.0)
-    for entry in build_feed(other, [b"one", b"two"]):  # we hold 2 entries of other
+    entries = build_feed(other, [b"one", b"two", b"three", b"four"])
+    for entry in entries[:2]:  # we hold 2 entries of other
         node.receive(0.0, "radio", add_crc(entry.packet), snr=5.0)
     for i in range(12):
         node.publish(own, f"post {i}".encode(), float(i))
@@ -338,11 +341,13 @@ def _hint_to_request(face: Face, seed: int) -> float:
     node.receive(t, "radio", add_crc(encode_want(want_dmx(xor_keys(slots)), 0, seqs)),
                  snr=5.0)
     heard = t
-    while t < heard + 120.0:
+    for entry in entries[2:2 + pushed]:
+        node.receive(heard + 1.0, "radio", add_crc(entry.packet), snr=5.0)
+    while t < heard + horizon:
         for out in node.frames_to_send(t):
             if out.kind is FrameKind.WANT:
                 return t - heard
-        t = min(heard + 120.0, max(t + 0.01, node.next_deadline() or heard + 120.0))
+        t = min(heard + horizon, max(t + 0.01, node.next_deadline() or heard + horizon))
     return float("inf")
 
 
@@ -353,3 +358,21 @@ def test_a_hint_waits_longer_for_the_push_while_airtime_is_scarce() -> None:
     scarce = [_hint_to_request(SCARCE, seed) for seed in range(6)]
     assert all(2.0 <= d <= 8.0 for d in plenty), plenty
     assert all(7.0 <= d <= 23.0 for d in scarce), scarce
+
+
+def test_a_hint_the_push_answered_brings_no_request_while_airtime_is_scarce() -> None:
+    # the neighbour's WANT showed entries 3 and 4 of a feed; both came by push before our
+    # request was due (7-23 s): it stays home. (From about 31 s on, the relays of the two
+    # entries that nobody relayed on bring a WANT of their own: the no-echo rule.)
+    assert all(_hint_to_request(SCARCE, seed, pushed=2, horizon=30.0) == float("inf")
+               for seed in range(6))
+    # one of them still missing: we ask, as without the rule
+    assert all(_hint_to_request(SCARCE, seed, pushed=1, horizon=30.0) < 23.0
+               for seed in range(6))
+    # with airtime to spare a request costs little, and in a sparse mesh it is also what
+    # shows the neighbours what we hold: it goes
+    assert all(_hint_to_request(RADIO, seed, pushed=2, horizon=30.0) < 8.0
+               for seed in range(6))
+    off = DEFAULT.with_(hint_settle=False)
+    assert all(_hint_to_request(SCARCE, seed, pushed=2, policy=off, horizon=30.0) < 23.0
+               for seed in range(6))
