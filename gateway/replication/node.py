@@ -589,13 +589,17 @@ class Node:
         relays = fs.relays
         if relays is not None and answers and self._weak_request(now, fs, answers[0].packet):
             return 0
+        window = self.policy.answer_window
+        if relays is not None and self.policy.answer_window_scarce and answers \
+                and self._airtime_scarce(fs, now):
+            window = self.policy.answer_window_scarce
         for a in answers:
             kind = FrameKind.ENTRY if a.cnr is None else FrameKind.CHUNK
             if relays is not None:
                 # on a push face an answer waits a little, past the asker's own request
                 # burst, and one copy heard from another neighbour cancels it
                 air = fs.face.airtime(len(a.packet))
-                delay = self._rng.uniform(air, max(air, self.policy.answer_window * air))
+                delay = self._rng.uniform(air, max(air, window * air))
                 if (relays.schedule(Relay(a.packet, kind, now + delay,
                                           relays.redundancy - 1, a.fid, a.seq, a.cnr, True))
                         or a.packet in relays):  # (else on its way already: a push)

@@ -376,3 +376,36 @@ def test_a_hint_the_push_answered_brings_no_request_while_airtime_is_scarce() ->
     off = DEFAULT.with_(hint_settle=False)
     assert all(_hint_to_request(SCARCE, seed, pushed=2, policy=off, horizon=30.0) < 23.0
                for seed in range(6))
+
+
+def _answer_spread(face: Face, posts: int) -> float:
+    """A node that pushed ``posts`` posts of its own hears a neighbour's WANT (strong
+    link) asking for them from the first: how many airtimes after it its last answer leaves."""
+    node = Node(MemoryStore(), policy=DEFAULT, rng=random.Random(5))
+    node.add_face(face, 0.0)
+    k = key(84)
+    for i in range(posts):
+        node.publish(k, f"post {i}".encode(), float(i))
+    t = _send_until(node, 0.0, 900.0)
+    want = add_crc(encode_want(want_dmx(xor_keys([k.fid])), 0, [1]))
+    assert node.receive(t, "radio", want, snr=5.0).answers == 5
+    sent: list[float] = []
+    heard, end = t, t + 300.0
+    while t < end:
+        sent += [t for out in node.frames_to_send(t) if out.kind is FrameKind.ENTRY]
+        t = min(end, max(t + 0.01, node.next_deadline() or end))
+    assert len(sent) == 5
+    return (sent[-1] - heard) / face.airtime(120)
+
+
+def test_answers_spread_out_while_airtime_is_scarce() -> None:
+    # neighbours of an asker that cannot hear each other all answer its WANT: in bursts
+    # they bury each other at the asker. Within answer_window (24 airtimes) with airtime
+    # to spare, within answer_window_scarce (192) once more than half the budget is spent
+    plenty = _answer_spread(RADIO, 10)
+    # 30 pushes spend 7.2 s: more than half of this budget (10.8 s), with room left
+    scarce = _answer_spread(Face.lora_radio("radio", profile("EU868.a"), duty_cycle=0.003),
+                            30)
+    # (give or take the queue and the listen-before-talk jitter: a few airtimes)
+    assert plenty <= DEFAULT.answer_window + 8
+    assert 2 * DEFAULT.answer_window < scarce <= DEFAULT.answer_window_scarce + 8
