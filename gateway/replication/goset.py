@@ -85,6 +85,12 @@ class GosetSync:
         self._index: dict[bytes, int] = {}
         self._state = 0  # XOR of all keys, as an int
         self._pending: dict[tuple[int, bytes], _Pending] = {}
+        # bumped whenever a key joins or leaves the set or a claim becomes pending: the
+        # derivation rule (run after every GOSET packet heard) can only find something
+        # new after such a change, so a pass that found every pending claim's range
+        # unlike a one-key gap records this (``_underived``) and the next is skipped
+        self._changes = 0
+        self._underived = -1
         self._novelty_queue: list[bytes] = []
         self.largest_cnt_seen = 0
         self.added: list[bytes] = []  # keys added since the owner last drained this
@@ -149,6 +155,7 @@ class GosetSync:
             return False
         pos = bisect.bisect_left(self.keys, key)
         self.keys.insert(pos, key)
+        self._changes += 1
         self._index = {k: i for i, k in enumerate(self.keys)}
         self._state ^= int.from_bytes(key, "big")
         self._added_at = now
@@ -178,6 +185,7 @@ class GosetSync:
         if pos is None:
             return False
         del self.keys[pos]
+        self._changes += 1
         self._index = {k: i for i, k in enumerate(self.keys)}
         self._state ^= int.from_bytes(key, "big")
         if key in self._novelty_queue:
@@ -240,6 +248,7 @@ class GosetSync:
         pend = self._pending.get(key)
         if pend is None:
             self._pending[key] = pend = _Pending(c)
+            self._changes += 1
             self._trim_pending()
         pend.faces[face] = self._tick
         if self.policy.goset_reset_on_claim:
@@ -251,14 +260,18 @@ class GosetSync:
         """Take the one key a pending claim's range lacks at our side (XOR of the claim
         xor ours there), again while that completes further claims; see the module notes
         for the checks. Never waits for the peer to claim again."""
+        if self._underived == self._changes:
+            return  # the last pass found no one-key gap, and nothing changed since
         progress = True
         while progress:
             progress = False
+            gaps = False  # a pending claim's range lacks one key at our side
             for pkey, pend in list(self._pending.items()):
                 c = pend.claim
                 lo_i, hi_i = self._index.get(c.lo), self._index.get(c.hi)
                 if lo_i is None or hi_i is None or hi_i < lo_i or hi_i - lo_i + 2 != c.cnt:
                     continue
+                gaps = True
                 ours = make_claim(self.keys, lo_i, hi_i)
                 missing = (int.from_bytes(c.xor, "big")
                            ^ int.from_bytes(ours.xor, "big")).to_bytes(32, "big")
@@ -275,6 +288,8 @@ class GosetSync:
                 log.info("GOSET: derived key %s from a claim of %d keys (we held %d of "
                          "them)", missing.hex()[:16], c.cnt, c.cnt - 1)
                 progress = True
+            if not gaps:
+                self._underived = self._changes
 
     def _shown_by(self, face: str, keys: Iterable[bytes], before: int) -> bool:
         """Did ``face`` show it holds every one of ``keys`` by tick ``before``?"""
