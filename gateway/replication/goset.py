@@ -84,6 +84,8 @@ class GosetSync:
         self.keys: list[bytes] = []  # sorted as unsigned byte strings
         self._index: dict[bytes, int] = {}
         self._state = 0  # XOR of all keys, as an int
+        # ... and as 32 bytes (``state``: asked for every GOSET packet a Node hears)
+        self._state_bytes = bytes(32)
         self._pending: dict[tuple[int, bytes], _Pending] = {}
         # bumped whenever a key joins or leaves the set or a claim becomes pending: the
         # derivation rule (run after every GOSET packet heard) can only find something
@@ -123,7 +125,7 @@ class GosetSync:
     @property
     def state(self) -> bytes:
         """XOR of all keys (32 zero bytes for an empty set)."""
-        return self._state.to_bytes(32, "big")
+        return self._state_bytes
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -158,6 +160,7 @@ class GosetSync:
         self._changes += 1
         self._index = {k: i for i, k in enumerate(self.keys)}
         self._state ^= int.from_bytes(key, "big")
+        self._state_bytes = self._state.to_bytes(32, "big")
         self._added_at = now
         self.added.append(key)
         if self.policy.novelties and announce:
@@ -188,6 +191,7 @@ class GosetSync:
         self._changes += 1
         self._index = {k: i for i, k in enumerate(self.keys)}
         self._state ^= int.from_bytes(key, "big")
+        self._state_bytes = self._state.to_bytes(32, "big")
         if key in self._novelty_queue:
             self._novelty_queue.remove(key)
         self._inconsistent(now)
