@@ -87,10 +87,12 @@ class GosetSync:
         # ... and as 32 bytes (``state``: asked for every GOSET packet a Node hears)
         self._state_bytes = bytes(32)
         self._pending: dict[tuple[int, bytes], _Pending] = {}
-        # bumped whenever a key joins or leaves the set or a claim becomes pending: the
+        # bumped whenever a key joins or leaves the set, a claim becomes pending, a
+        # pending claim is heard on another face or a face first shows keys: the
         # derivation rule (run after every GOSET packet heard) can only find something
-        # new after such a change, so a pass that found every pending claim's range
-        # unlike a one-key gap records this (``_underived``) and the next is skipped
+        # new after such a change, so a pass that found no pending claim with a one-key
+        # gap and a face that could vouch for it records this (``_underived``) and the
+        # next passes are skipped until the next change
         self._changes = 0
         self._underived = -1
         self._novelty_queue: list[bytes] = []
@@ -223,7 +225,10 @@ class GosetSync:
             self._derive_missing(now)
 
     def _show(self, face: str, keys: Iterable[bytes]) -> None:
-        shown = self._shown.setdefault(face, {})
+        shown = self._shown.get(face)
+        if shown is None:
+            shown = self._shown[face] = {}
+            self._changes += 1
         for k in keys:
             if k in self._index:
                 shown.setdefault(k, self._tick)
@@ -254,6 +259,8 @@ class GosetSync:
             self._pending[key] = pend = _Pending(c)
             self._changes += 1
             self._trim_pending()
+        if face not in pend.faces:
+            self._changes += 1
         pend.faces[face] = self._tick
         if self.policy.goset_reset_on_claim:
             self._inconsistent(now)
@@ -266,6 +273,7 @@ class GosetSync:
         for the checks. Never waits for the peer to claim again."""
         if self._underived == self._changes:
             return  # the last pass found no one-key gap, and nothing changed since
+        shown = self._shown
         progress = True
         while progress:
             progress = False
@@ -275,6 +283,8 @@ class GosetSync:
                 lo_i, hi_i = self._index.get(c.lo), self._index.get(c.hi)
                 if lo_i is None or hi_i is None or hi_i < lo_i or hi_i - lo_i + 2 != c.cnt:
                     continue
+                if shown.keys().isdisjoint(pend.faces):
+                    continue  # no face that heard it showed anything: none can vouch
                 gaps = True
                 ours = make_claim(self.keys, lo_i, hi_i)
                 missing = (int.from_bytes(c.xor, "big")

@@ -492,11 +492,10 @@ class Node:
         store = self.store
         wanted: list[tuple[int, int]] = []  # the slots we can answer
         more = False  # a slot shows the peer holds more than we do
-        for fndx, seq in want.slots(len(keys)):
-            replica = store.get(keys[fndx])
-            if replica is None:
+        slots = want.slots(len(keys))
+        for (fndx, seq), top in zip(slots, store.tops([keys[i] for i, _ in slots])):
+            if top < 0:  # not held
                 continue
-            top = replica.max_seq
             if seq <= top:
                 wanted.append((fndx, seq))
             elif seq - 1 > top:
@@ -510,7 +509,7 @@ class Node:
         judged = credit is not None and credit.judging(now, self._answers_queued(fs))
         if judged:
             assert credit is not None
-            credit.want_seen({keys[fndx]: seq for fndx, seq in want.slots(len(keys))})
+            credit.want_seen({keys[fndx]: seq for fndx, seq in slots})
         answers = answer_want(wanted, keys, store, self._credit(fs)) if wanted else []
         if judged and answers:
             assert credit is not None

@@ -76,15 +76,19 @@ class RequestBuilder:
         seqs: list[int] = []
         head = _int_size(offset)
         size = 0
-        for i in range(n):
-            replica = store.get(keys[(offset + i) % n])
-            nxt = min(replica.max_seq + 1 if replica is not None else 1, MAX_PROTOCOL_INT)
-            item = _int_size(nxt)
-            if not _fits(head + size + item):
+        budget = self.policy.request_budget
+        # (_int_size and _fits inlined, the tops read in one call: a WANT per round and
+        # face, a slot per GOSET key)
+        for top in store.tops([*keys[offset:], *keys[:offset]]):
+            nxt = top + 1 if top >= 0 else 1  # (-1: not held)
+            if nxt > MAX_PROTOCOL_INT:  # noqa: PLR1730 - cheaper than min() per slot
+                nxt = MAX_PROTOCOL_INT
+            item = 2 + nxt.bit_length() // 8
+            if DMX_LEN + _LIST_HEADER_MAX + head + size + item > PACKET_LEN:
                 break
             seqs.append(nxt)
             size += item
-            if size > self.policy.request_budget:
+            if size > budget:
                 break
         step = 1 if self.policy.offset_step is OffsetStep.ONE else max(len(seqs), 1)
         self._want_offset = (offset + step) % n
