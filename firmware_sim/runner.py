@@ -17,7 +17,14 @@ from gateway.capture import CaptureWriter, Direction, Record
 from gateway.replication.policy import preset
 
 from .bound import lower_bound
-from .engine import RecordSink, Simulation, derive_seed, drops_writer, field_writer
+from .engine import (
+    FieldWriter,
+    RecordSink,
+    Simulation,
+    derive_seed,
+    drops_writer,
+    field_writer,
+)
 from .isp_run import attach_isp, format_isp_report
 from .links import LinkKind
 from .scenario import Scenario
@@ -44,13 +51,15 @@ class Tee:
         self._writes = tuple(sink.write for sink in sinks)
         self._fields = tuple(field_writer(sink) for sink in sinks)
         self._drops = tuple(drops_writer(sink) for sink in sinks)
+        # ``write(Record(*fields))`` without the Record (see ``engine.FieldWriter``)
+        self.write_fields: FieldWriter = (_pair(*self._fields) if len(self._fields) == 2
+                                          else self._write_fields)
 
     def write(self, record: Record) -> None:
         for write in self._writes:
             write(record)
 
-    def write_fields(self, *fields: Any) -> None:
-        """``write(Record(*fields))`` without the Record (see ``engine.FieldWriter``)."""
+    def _write_fields(self, *fields: Any) -> None:
         for write in self._fields:
             write(*fields)
 
@@ -59,6 +68,20 @@ class Tee:
         """Drop records of one frame at several receivers (see ``engine.DropsWriter``)."""
         for write in self._drops:
             write(t, face, frame, items)
+
+
+def _pair(first: FieldWriter, second: FieldWriter) -> FieldWriter:
+    """Both writers, one after the other: the simulator's usual Tee (capture file and
+    summary), written out because it takes every one of millions of records."""
+
+    def both(t: float, node: str, direction: Direction, face: str | None,
+             frame: bytes | None, kind: str | None, feed: bytes | None, seq: int | None,
+             cnr: int | None, reason: str | None, rssi: float | None, snr: float | None,
+             air: float | None) -> None:
+        first(t, node, direction, face, frame, kind, feed, seq, cnr, reason, rssi, snr, air)
+        second(t, node, direction, face, frame, kind, feed, seq, cnr, reason, rssi, snr, air)
+
+    return both
 
 
 def content_for(author: str, label: str, number: int, size: int) -> bytes:

@@ -453,7 +453,8 @@ class CaptureWriter:
                  t0: float = 0.0, **meta: Any) -> None:
         self.path = Path(path)
         self.part = self.path.with_name(self.path.name + ".part")
-        self._raw: IO[bytes] = open(self.part, "wb")  # noqa: SIM115 - closed in close()
+        # (a large buffer: a simulated day writes a gigabyte, in records of some 100 B)
+        self._raw: IO[bytes] = open(self.part, "wb", buffering=1 << 20)  # noqa: SIM115
         self._zstd: Any = None
         self._fp: Any = self._raw  # the file, or a zstd stream writer on it
         if self.path.name.endswith(ZSTD_SUFFIX):
