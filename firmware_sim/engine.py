@@ -299,32 +299,34 @@ class Simulation:
     def run(self, until: float, *, progress: Callable[[float], None] | None = None,
             every: int = 2000) -> None:
         """Process every event up to and including ``until``; the clock ends at ``until``."""
-        heap, stats, pop = self._heap, self.stats, heapq.heappop
+        heap, pop = self._heap, heapq.heappop
         on_tx_end, service = self._on_tx_end, self._service
-        count = 0
-        while heap and heap[0][0] <= until:
-            t, kind, _, who, what = pop(heap)
-            self.now = t
-            stats.events += 1
-            if kind == _TX_END:
-                on_tx_end(who, what)  # type: ignore[arg-type]
-            elif kind == _WAKE:
-                member: SimNode = who  # type: ignore[assignment]
-                if member.wake_at == t:
-                    member.wake_at = math.inf
-                    service(member)
-            elif kind == _DELIVER:
-                self._on_deliver(who, what)  # type: ignore[arg-type]
-            elif kind == _PUBLISH:
-                self._on_publish(who, what)  # type: ignore[arg-type]
-            elif kind == _CAD:
-                self._pump(who)  # type: ignore[arg-type]
-            else:
-                what(t)  # type: ignore[operator]
-                self._service(who)  # type: ignore[arg-type]
-            count += 1
-            if progress is not None and count % every == 0:
-                progress(t)
+        count = 0  # events handled (added to the stats once: a counter in a local is cheaper)
+        try:
+            while heap and heap[0][0] <= until:
+                t, kind, _, who, what = pop(heap)
+                self.now = t
+                count += 1
+                if kind == _TX_END:
+                    on_tx_end(who, what)  # type: ignore[arg-type]
+                elif kind == _WAKE:
+                    member: SimNode = who  # type: ignore[assignment]
+                    if member.wake_at == t:
+                        member.wake_at = math.inf
+                        service(member)
+                elif kind == _DELIVER:
+                    self._on_deliver(who, what)  # type: ignore[arg-type]
+                elif kind == _PUBLISH:
+                    self._on_publish(who, what)  # type: ignore[arg-type]
+                elif kind == _CAD:
+                    self._pump(who)  # type: ignore[arg-type]
+                else:
+                    what(t)  # type: ignore[operator]
+                    self._service(who)  # type: ignore[arg-type]
+                if progress is not None and count % every == 0:
+                    progress(t)
+        finally:
+            self.stats.events += count
         self.now = max(self.now, until)
         if progress is not None:
             progress(self.now)
@@ -425,7 +427,12 @@ class Simulation:
             if app_due is not None and (deadline is None or app_due < deadline):
                 deadline = app_due
         if deadline is not None:
-            self._wake(member, max(deadline, self.now))
+            # _wake(member, max(deadline, now)), inlined: asked after every frame taken in
+            t = self.now if self.now > deadline else deadline  # noqa: FURB136 - max() costs a call
+            if t < member.wake_at:
+                member.wake_at = t
+                self._seq += 1
+                heapq.heappush(self._heap, (t, _WAKE, self._seq, member, None))
 
     def _send(self, member: SimNode, out: Outgoing) -> None:
         if out.face == LORA_FACE and member.radio is not None:
@@ -529,7 +536,10 @@ class Simulation:
             if emit is not None:
                 self._emit_rx(member.name, LORA_FACE, frame, report, rssi, snr)
             if report.drop is None:  # a dropped frame never brings a deadline forward
-                self._after_receive(member, bool(report.stored))
+                if report.stored and member.app is not None:  # _after_receive(), inlined
+                    self._wake(member, now)
+                else:
+                    self._reschedule(member)
         if dropped:
             assert emit_drops is not None
             emit_drops(now, LORA_FACE, frame, dropped)
