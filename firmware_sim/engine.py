@@ -48,7 +48,7 @@ from gateway.wire.lora import LoRaParams
 
 from .channel import LoRaChannel, Transmission
 from .links import LinkKind, PointLink
-from .phy import DUTY_CYCLE, PATH_LOSS_PRESETS, PathLoss
+from .phy import DUTY_CYCLE, PATH_LOSS_PRESETS, PathLoss, round_tenth
 
 __all__ = ["LORA_FACE", "App", "DropsWriter", "FieldWriter", "RecordSink", "SimNode",
            "SimStats", "Simulation", "derive_seed", "drops_writer", "field_writer"]
@@ -511,7 +511,7 @@ class Simulation:
         dropped: list[tuple[str, str, float, float]] = []  # drop records not written yet
         for receiver, power, ratio, drop in self.channel.outcomes(tx):
             member = by_radio[receiver]
-            rssi, snr = round(power, 1), round(ratio * 4) / 4
+            rssi, snr = round_tenth(power), round(ratio * 4) / 4  # round(power, 1)
             if drop is not None:  # the commonest outcome in a busy mesh
                 drops[drop] += 1
                 if emit_drops is not None:
