@@ -825,7 +825,8 @@ class Node:
     def _run_timers(self, now: float) -> None:
         if (due := self.admission.deadline()) is not None and due <= now:
             self._expire_unproven(now)
-        self._enqueue_goset(self.goset.on_timer(now))
+        if goset_out := self.goset.on_timer(now):
+            self._enqueue_goset(goset_out)
         keys = self.goset.keys
         for fs in self._faces.values():
             if fs.echoes:
@@ -989,8 +990,8 @@ class Node:
         """When ``relay`` may move into the send queue: once due, with room in the queue
         and airtime in the budget (till then it waits where copies still cancel it);
         inf: not while the queue is full, or never (too long for the budget)."""
-        if len(fs.queue) >= fs.queue.capacity:
-            return float("inf")
+        if len(fs.queue.items) >= fs.queue.capacity:
+            return _INF
         t = max(now, relay.due)
         if fs.budget is None:
             return t
@@ -1035,11 +1036,12 @@ class Node:
             best = goset_t
         if (expiry := self.admission.deadline()) is not None and expiry < best:
             best = expiry
-        has_keys = len(self.goset) > 0 or bool(self._sets)
+        has_keys = len(self.goset.keys) > 0 or bool(self._sets)
         for fs in self._faces.values():
             if has_keys and (t := fs.timer.next_at) < best:
                 best = t
-            if (head := fs.queue.peek()) is not None and (t := fs.ready_at(head)) < best:
+            items = fs.queue.items  # (its head without peek(): one call less per frame)
+            if items and (t := fs.ready_at(items[0])) < best:
                 best = t
             if fs.echoes and (t := min(fs.echoes.values())) < best:
                 best = t
