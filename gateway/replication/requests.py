@@ -26,6 +26,8 @@ __all__ = [
 ]
 
 _LIST_HEADER_MAX = 2  # BIPF tag of a list up to 2^11 bytes
+_WANT_SLOTS_MAX = (PACKET_LEN - DMX_LEN - _LIST_HEADER_MAX) // 2  # slots of 2 B each fill a
+# WANT (its offset takes 2 B more): the builder never looks at more
 
 
 @dataclass(slots=True, frozen=True)
@@ -79,7 +81,8 @@ class RequestBuilder:
         budget = self.policy.request_budget
         # (_int_size and _fits inlined, the tops read in one call: a WANT per round and
         # face, a slot per GOSET key)
-        for top in store.tops([*keys[offset:], *keys[:offset]]):
+        # (every slot takes 2 bytes or more: no more than _WANT_SLOTS_MAX are looked at)
+        for top in store.tops([*keys[offset:], *keys[:offset]][:_WANT_SLOTS_MAX]):
             nxt = top + 1 if top >= 0 else 1  # (-1: not held)
             if nxt > MAX_PROTOCOL_INT:  # noqa: PLR1730 - cheaper than min() per slot
                 nxt = MAX_PROTOCOL_INT
