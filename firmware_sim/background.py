@@ -30,6 +30,7 @@ from typing import Any
 
 from gateway.capture import CaptureError, CaptureWriter, Direction, Record
 
+from .engine import CAPTURE_BUFFER
 from .summary import Summary, SummaryBuilder
 
 __all__ = ["BackgroundSinks"]
@@ -136,7 +137,8 @@ def _serve(conn: Connection, out: str, meta: dict[str, Any]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides (close or abort)
     writer: CaptureWriter | None = None
     try:
-        writer = CaptureWriter(Path(out), "simulator", source="simulator", **meta)
+        writer = CaptureWriter(Path(out), "simulator", source="simulator",
+                               buffer_size=CAPTURE_BUFFER, **meta)
         builder = SummaryBuilder()
         builder.write(Record(0.0, "simulator", Direction.META, meta=meta))
         _reply(conn, True, None)

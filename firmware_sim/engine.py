@@ -50,12 +50,14 @@ from .channel import LoRaChannel, Transmission
 from .links import LinkKind, PointLink
 from .phy import DUTY_CYCLE, PATH_LOSS_PRESETS, PathLoss, round_tenth
 
-__all__ = ["LORA_FACE", "App", "DropsWriter", "FieldWriter", "RecordSink", "SimNode",
-           "SimStats", "Simulation", "derive_seed", "drops_writer", "field_writer"]
+__all__ = ["CAPTURE_BUFFER", "LORA_FACE", "App", "DropsWriter", "FieldWriter", "RecordSink",
+           "SimNode", "SimStats", "Simulation", "derive_seed", "drops_writer", "field_writer"]
 
 log = logging.getLogger(__name__)
 
 LORA_FACE = "lora0"
+CAPTURE_BUFFER = 1 << 20  # bytes: a capture file's write buffer (a busy simulated day
+# writes a gigabyte, in records of some 100 B; Python's default buffer is 8 KiB)
 
 # event kinds; the number also orders events that fall on the same instant
 _TX_END = 0  # a frame leaves the air: receptions are resolved first

@@ -19,6 +19,7 @@ from gateway.replication.policy import preset
 from .background import BackgroundSinks
 from .bound import lower_bound
 from .engine import (
+    CAPTURE_BUFFER,
     FieldWriter,
     RecordSink,
     Simulation,
@@ -181,7 +182,8 @@ class CaptureSinks:
             self.background = BackgroundSinks(out, meta)
             self.sink = self.background
         elif out is not None:
-            self.writer = CaptureWriter(out, "simulator", source="simulator", **meta)
+            self.writer = CaptureWriter(out, "simulator", source="simulator",
+                                        buffer_size=CAPTURE_BUFFER, **meta)
             self.sink = Tee(self.writer, self.builder)
 
     @property
