@@ -96,6 +96,17 @@ def shadow_levels() -> tuple[float, ...]:
                  for i in range(n))
 
 
+def _notice_level(link: Link, offsets: list[float]) -> int:
+    """The lowest shadowing level at which a frame over ``link`` is noticed (``_hear``:
+    at or above the receiver's sensitivity, or from a neighbour); SHADOW_LEVELS: never.
+    The power ``median + offset`` does not decrease with the level, so the same sum
+    compared at each level gives one threshold."""
+    if link.neighbour:
+        return 0
+    return bisect_left(range(SHADOW_LEVELS), True,
+                       key=lambda level: link.median + offsets[level] >= link.sensitivity)
+
+
 @dataclass(slots=True, frozen=True)
 class Link:
     """A receiver within possible reach of a sender."""
@@ -127,9 +138,10 @@ class Radio:
     links: list[Link] = field(default_factory=list)  # drawn one by one
     far: list[Link] = field(default_factory=list)  # each rarely clears the noise: thinned
     far_q: float = 0.0  # the largest chance of a far link clearing it
-    # ``links`` unpacked for the draw: (link, first, median, receiver, sensitivity,
-    # neighbour), and the struct that splits their random words
-    near: list[tuple[Link, int, float, int, float, bool]] = field(default_factory=list)
+    # ``links`` unpacked for the draw: (first, median, receiver, notice), the levels as
+    # the smallest random word that carries them (see ``_draw``), and the struct that
+    # splits the words
+    near: list[tuple[int, float, int, int]] = field(default_factory=list)
     unpack: Callable[[bytes], tuple[int, ...]] = struct.Struct("<0I").unpack
     airtimes: dict[int, float] = field(default_factory=dict)  # frame length -> seconds
 
@@ -222,6 +234,7 @@ class LoRaChannel:
         """For every radio, the receivers a frame of it could ever matter to."""
         sigma = self.path_loss.sigma_db
         levels = shadow_levels()
+        self._offsets = offsets = [sigma * z for z in levels]  # a level's shadowing in dB
         for radio in self.radios:
             radio.links, radio.far, radio.far_q = [], [], 0.0
             for other in self.radios:
@@ -243,10 +256,10 @@ class LoRaChannel:
                 else:
                     radio.far.append(link)
                     radio.far_q = max(radio.far_q, q)
-            radio.near = [(link, link.first, link.median, link.receiver, link.sensitivity,
-                           link.neighbour) for link in radio.links]
+            radio.near = [(link.first << _WORD_SHIFT, link.median, link.receiver,
+                           _notice_level(link, offsets) << _WORD_SHIFT)
+                          for link in radio.links]
             radio.unpack = struct.Struct(f"<{len(radio.links)}I").unpack
-        self._offsets = [sigma * z for z in levels]  # a level's shadowing in dB
         self._linked = True
 
     # --- transmitting -----------------------------------------------------------------
@@ -320,16 +333,16 @@ class LoRaChannel:
             # one draw of 32 bits per link, all at once: getrandbits(32 n) is the n words
             # getrandbits(12) would take one by one, least significant first, and a
             # level is the top 12 bits of its word (CPython's Mersenne Twister)
-            n, offsets = len(near), self._offsets
+            # (levels compared as words: level >= L exactly when word >= L << shift)
+            n, offsets, shift = len(near), self._offsets, _WORD_SHIFT
             words = sender.unpack(rng.getrandbits(32 * n).to_bytes(4 * n, "little"))
-            for (_, first, median, receiver, sensitivity, neighbour), word in zip(
+            for (first, median, receiver, notice), word in zip(
                     near, words):  # _hear(), inlined: this loop is the channel's hot spot
-                level = word >> _WORD_SHIFT
-                if level < first:
+                if word < first:
                     continue
-                p = median + offsets[level]
+                p = median + offsets[word >> shift]
                 power[receiver] = p
-                if p >= sensitivity or neighbour:
+                if word >= notice:
                     noticed.append((receiver, p))
         far, q0 = sender.far, sender.far_q
         if not far:

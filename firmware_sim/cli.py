@@ -39,6 +39,10 @@ __all__ = ["add_sim_commands", "parse_duration"]
 
 log = logging.getLogger("tinyssb.sim")
 WARN_BYTES = 500_000_000  # a capture this large gets a warning before the run
+# a capture estimated this large is written by a second process (firmware_sim.background):
+# starting it costs about a third of a second, writing 100 MB in the run's process about
+# one and a half
+BACKGROUND_BYTES = 100_000_000
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -133,15 +137,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     seed = scenario.seed if args.seed is None else args.seed
     policy = args.policy or scenario.policy
     out: Path | None = None
+    background = False
     if not args.no_capture:
         out = Path(args.out) if args.out else Path(f"{scenario.name}-{policy}-seed{seed}.cbor")
         if not out.parent.is_dir():
             raise _user_error(f"cannot write capture {out}: no directory {out.parent}")
         _warn_size(scenario, out)
+        background = (capture_bytes(scenario) or 0) >= BACKGROUND_BYTES
     progress = VirtualProgress(scenario.duration, scenario.name)
     try:
         summary = run_scenario(scenario, out, seed=seed, policy=policy, progress=progress,
-                               isp_direct=args.direct)
+                               isp_direct=args.direct, background=background)
     finally:
         progress.close()
     if args.json:

@@ -48,14 +48,16 @@ from gateway.wire.lora import LoRaParams
 
 from .channel import LoRaChannel, Transmission
 from .links import LinkKind, PointLink
-from .phy import DUTY_CYCLE, PATH_LOSS_PRESETS, PathLoss
+from .phy import DUTY_CYCLE, PATH_LOSS_PRESETS, PathLoss, round_tenth
 
-__all__ = ["LORA_FACE", "App", "DropsWriter", "FieldWriter", "RecordSink", "SimNode",
-           "SimStats", "Simulation", "derive_seed", "drops_writer", "field_writer"]
+__all__ = ["CAPTURE_BUFFER", "LORA_FACE", "App", "DropsWriter", "FieldWriter", "RecordSink",
+           "SimNode", "SimStats", "Simulation", "derive_seed", "drops_writer", "field_writer"]
 
 log = logging.getLogger(__name__)
 
 LORA_FACE = "lora0"
+CAPTURE_BUFFER = 1 << 20  # bytes: a capture file's write buffer (a busy simulated day
+# writes a gigabyte, in records of some 100 B; Python's default buffer is 8 KiB)
 
 # event kinds; the number also orders events that fall on the same instant
 _TX_END = 0  # a frame leaves the air: receptions are resolved first
@@ -299,32 +301,34 @@ class Simulation:
     def run(self, until: float, *, progress: Callable[[float], None] | None = None,
             every: int = 2000) -> None:
         """Process every event up to and including ``until``; the clock ends at ``until``."""
-        heap, stats, pop = self._heap, self.stats, heapq.heappop
+        heap, pop = self._heap, heapq.heappop
         on_tx_end, service = self._on_tx_end, self._service
-        count = 0
-        while heap and heap[0][0] <= until:
-            t, kind, _, who, what = pop(heap)
-            self.now = t
-            stats.events += 1
-            if kind == _TX_END:
-                on_tx_end(who, what)  # type: ignore[arg-type]
-            elif kind == _WAKE:
-                member: SimNode = who  # type: ignore[assignment]
-                if member.wake_at == t:
-                    member.wake_at = math.inf
-                    service(member)
-            elif kind == _DELIVER:
-                self._on_deliver(who, what)  # type: ignore[arg-type]
-            elif kind == _PUBLISH:
-                self._on_publish(who, what)  # type: ignore[arg-type]
-            elif kind == _CAD:
-                self._pump(who)  # type: ignore[arg-type]
-            else:
-                what(t)  # type: ignore[operator]
-                self._service(who)  # type: ignore[arg-type]
-            count += 1
-            if progress is not None and count % every == 0:
-                progress(t)
+        count = 0  # events handled (added to the stats once: a counter in a local is cheaper)
+        try:
+            while heap and heap[0][0] <= until:
+                t, kind, _, who, what = pop(heap)
+                self.now = t
+                count += 1
+                if kind == _TX_END:
+                    on_tx_end(who, what)  # type: ignore[arg-type]
+                elif kind == _WAKE:
+                    member: SimNode = who  # type: ignore[assignment]
+                    if member.wake_at == t:
+                        member.wake_at = math.inf
+                        service(member)
+                elif kind == _DELIVER:
+                    self._on_deliver(who, what)  # type: ignore[arg-type]
+                elif kind == _PUBLISH:
+                    self._on_publish(who, what)  # type: ignore[arg-type]
+                elif kind == _CAD:
+                    self._pump(who)  # type: ignore[arg-type]
+                else:
+                    what(t)  # type: ignore[operator]
+                    self._service(who)  # type: ignore[arg-type]
+                if progress is not None and count % every == 0:
+                    progress(t)
+        finally:
+            self.stats.events += count
         self.now = max(self.now, until)
         if progress is not None:
             progress(self.now)
@@ -425,7 +429,12 @@ class Simulation:
             if app_due is not None and (deadline is None or app_due < deadline):
                 deadline = app_due
         if deadline is not None:
-            self._wake(member, max(deadline, self.now))
+            # _wake(member, max(deadline, now)), inlined: asked after every frame taken in
+            t = self.now if self.now > deadline else deadline  # noqa: FURB136 - max() costs a call
+            if t < member.wake_at:
+                member.wake_at = t
+                self._seq += 1
+                heapq.heappush(self._heap, (t, _WAKE, self._seq, member, None))
 
     def _send(self, member: SimNode, out: Outgoing) -> None:
         if out.face == LORA_FACE and member.radio is not None:
@@ -504,7 +513,7 @@ class Simulation:
         dropped: list[tuple[str, str, float, float]] = []  # drop records not written yet
         for receiver, power, ratio, drop in self.channel.outcomes(tx):
             member = by_radio[receiver]
-            rssi, snr = round(power, 1), round(ratio * 4) / 4
+            rssi, snr = round_tenth(power), round(ratio * 4) / 4  # round(power, 1)
             if drop is not None:  # the commonest outcome in a busy mesh
                 drops[drop] += 1
                 if emit_drops is not None:
@@ -529,7 +538,10 @@ class Simulation:
             if emit is not None:
                 self._emit_rx(member.name, LORA_FACE, frame, report, rssi, snr)
             if report.drop is None:  # a dropped frame never brings a deadline forward
-                self._after_receive(member, bool(report.stored))
+                if report.stored and member.app is not None:  # _after_receive(), inlined
+                    self._wake(member, now)
+                else:
+                    self._reschedule(member)
         if dropped:
             assert emit_drops is not None
             emit_drops(now, LORA_FACE, frame, dropped)

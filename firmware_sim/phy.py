@@ -116,6 +116,28 @@ def mw_to_dbm(mw: float) -> float:
     return 10.0 * math.log10(mw) if mw > 0 else -math.inf
 
 
+_HALF_MARGIN = 1e-6  # tenths this close to a half go the exact way (the product's error
+# is below 1e-12 for any power a radio sees)
+
+
+def round_tenth(x: float) -> float:
+    """``round(x, 1)``, the very same float, in a fraction of the time.
+
+    ``round(x, 1)`` finds the decimal digits of ``x`` exactly (about 0.4 us): the
+    simulator rounds every signal it records (millions). Where ``10 x`` is not within
+    ``_HALF_MARGIN`` of a half, the nearest integer ``r`` to it is the digits rounding
+    gives, and ``r / 10`` (a correctly rounded division) is the double nearest that
+    decimal, as ``round`` returns; near a half, at zero (the sign of -0.0) and for huge
+    or non-finite values ``round`` itself answers.
+    """
+    y = x * 10.0
+    if -1e15 < y < 1e15:
+        r = round(y)
+        if r and abs(y - r) < 0.5 - _HALF_MARGIN:
+            return r / 10
+    return round(x, 1)
+
+
 def snr_db(signal_dbm: float, bandwidth_hz: int, interference_mw: float = 0.0) -> float:
     """Signal to noise-plus-interference ratio in dB."""
     return signal_dbm - mw_to_dbm(dbm_to_mw(noise_floor_dbm(bandwidth_hz)) + interference_mw)

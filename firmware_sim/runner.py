@@ -16,8 +16,17 @@ from typing import Any
 from gateway.capture import CaptureWriter, Direction, Record
 from gateway.replication.policy import preset
 
+from .background import BackgroundSinks
 from .bound import lower_bound
-from .engine import RecordSink, Simulation, derive_seed, drops_writer, field_writer
+from .engine import (
+    CAPTURE_BUFFER,
+    FieldWriter,
+    RecordSink,
+    Simulation,
+    derive_seed,
+    drops_writer,
+    field_writer,
+)
 from .isp_run import attach_isp, format_isp_report
 from .links import LinkKind
 from .scenario import Scenario
@@ -44,13 +53,15 @@ class Tee:
         self._writes = tuple(sink.write for sink in sinks)
         self._fields = tuple(field_writer(sink) for sink in sinks)
         self._drops = tuple(drops_writer(sink) for sink in sinks)
+        # ``write(Record(*fields))`` without the Record (see ``engine.FieldWriter``)
+        self.write_fields: FieldWriter = (_pair(*self._fields) if len(self._fields) == 2
+                                          else self._write_fields)
 
     def write(self, record: Record) -> None:
         for write in self._writes:
             write(record)
 
-    def write_fields(self, *fields: Any) -> None:
-        """``write(Record(*fields))`` without the Record (see ``engine.FieldWriter``)."""
+    def _write_fields(self, *fields: Any) -> None:
         for write in self._fields:
             write(*fields)
 
@@ -59,6 +70,20 @@ class Tee:
         """Drop records of one frame at several receivers (see ``engine.DropsWriter``)."""
         for write in self._drops:
             write(t, face, frame, items)
+
+
+def _pair(first: FieldWriter, second: FieldWriter) -> FieldWriter:
+    """Both writers, one after the other: the simulator's usual Tee (capture file and
+    summary), written out because it takes every one of millions of records."""
+
+    def both(t: float, node: str, direction: Direction, face: str | None,
+             frame: bytes | None, kind: str | None, feed: bytes | None, seq: int | None,
+             cnr: int | None, reason: str | None, rssi: float | None, snr: float | None,
+             air: float | None) -> None:
+        first(t, node, direction, face, frame, kind, feed, seq, cnr, reason, rssi, snr, air)
+        second(t, node, direction, face, frame, kind, feed, seq, cnr, reason, rssi, snr, air)
+
+    return both
 
 
 def content_for(author: str, label: str, number: int, size: int) -> bytes:
@@ -141,24 +166,46 @@ def capture_meta(scenario: Scenario, seed: int, policy: str) -> dict[str, Any]:
 
 
 class CaptureSinks:
-    """Where a run's records go: the summary builder, and a capture file when asked."""
+    """Where a run's records go: the summary builder, and a capture file when asked.
 
-    def __init__(self, meta: dict[str, Any], out: str | os.PathLike[str] | None) -> None:
+    With ``background`` a second process writes the file and builds the summary
+    (:mod:`.background`): the same file, while the simulation runs on."""
+
+    def __init__(self, meta: dict[str, Any], out: str | os.PathLike[str] | None, *,
+                 background: bool = False) -> None:
         self.builder = SummaryBuilder()
         self.builder.write(Record(0.0, "simulator", Direction.META, meta=meta))
-        self.writer = (CaptureWriter(out, "simulator", source="simulator", **meta)
-                       if out is not None else None)
-        self.sink: RecordSink = (self.builder if self.writer is None
-                                 else Tee(self.writer, self.builder))
+        self.writer: CaptureWriter | None = None
+        self.background: BackgroundSinks | None = None
+        self.sink: RecordSink = self.builder
+        if out is not None and background:
+            self.background = BackgroundSinks(out, meta)
+            self.sink = self.background
+        elif out is not None:
+            self.writer = CaptureWriter(out, "simulator", source="simulator",
+                                        buffer_size=CAPTURE_BUFFER, **meta)
+            self.sink = Tee(self.writer, self.builder)
+
+    @property
+    def count(self) -> int:
+        """Records in the capture file, the meta record included (known once closed
+        when written in the background)."""
+        if self.background is not None:
+            return self.background.count
+        return self.writer.count if self.writer is not None else 0
 
     def close(self) -> Summary:
         """Publish the capture file; the summary of everything written."""
+        if self.background is not None:
+            return self.background.close()
         if self.writer is not None:
             self.writer.close()
         return self.builder.result()
 
     def abort(self) -> None:
         """Leave no half-written capture behind."""
+        if self.background is not None:
+            self.background.abort()
         if self.writer is not None:
             self.writer.abort()
 
@@ -166,18 +213,19 @@ class CaptureSinks:
 def run_scenario(scenario: Scenario, out: str | os.PathLike[str] | None, *,
                  seed: int | None = None, policy: str | None = None,
                  progress: Callable[[float], None] | None = None,
-                 isp_direct: bool = False) -> Summary:
+                 isp_direct: bool = False, background: bool = False) -> Summary:
     """Run ``scenario`` to its end; write the capture to ``out`` (None: no file).
 
     A scenario with an ``[isp]`` table runs its clients and ISP (``isp_direct``: its
     chats on plain feeds instead, the baseline); the summary's notes report the chats.
+    ``background``: a second process writes the capture (see :class:`CaptureSinks`).
     """
     seed = scenario.seed if seed is None else seed
     policy = policy or scenario.policy
     meta = capture_meta(scenario, seed, policy)
     if scenario.isp is not None:
         meta["isp"] = "direct" if isp_direct else "tinyisp"
-    sinks = CaptureSinks(meta, out)
+    sinks = CaptureSinks(meta, out, background=background)
     try:
         sim = build(scenario, seed=seed, policy=policy, capture=sinks.sink)
         isp = (attach_isp(sim, scenario.isp, seed, direct=isp_direct)

@@ -450,10 +450,12 @@ class CaptureWriter:
     readers tell the two apart by the first bytes, not by the name."""
 
     def __init__(self, path: str | os.PathLike[str], node: str, *, source: str = "gateway",
-                 t0: float = 0.0, **meta: Any) -> None:
+                 t0: float = 0.0, buffer_size: int = -1, **meta: Any) -> None:
+        """``buffer_size``: of the file's write buffer (-1: Python's default; the
+        simulator, which writes a gigabyte a simulated day, takes a larger one)."""
         self.path = Path(path)
         self.part = self.path.with_name(self.path.name + ".part")
-        self._raw: IO[bytes] = open(self.part, "wb")  # noqa: SIM115 - closed in close()
+        self._raw: IO[bytes] = open(self.part, "wb", buffering=buffer_size)  # noqa: SIM115
         self._zstd: Any = None
         self._fp: Any = self._raw  # the file, or a zstd stream writer on it
         if self.path.name.endswith(ZSTD_SUFFIX):

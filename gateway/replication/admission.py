@@ -49,6 +49,10 @@ class Admission:
     refused_denied: int = 0
     refused_rate: int = 0
     expired: int = 0
+    # the earliest time in ``unproven`` (None: to be found again): ``deadline`` is asked
+    # after every frame a Node takes in, ``unproven`` changes rarely; every change to it
+    # goes through the methods below, which drop this
+    _oldest: float | None = field(default=None, init=False, repr=False, compare=False)
 
     def allows(self, key: bytes) -> bool:
         """Policy and deny-list only (feeds on disk, feeds met without a face)."""
@@ -79,17 +83,23 @@ class Admission:
         return True
 
     def on_probation(self, key: bytes, now: float) -> None:
-        self.unproven.setdefault(key, now)
+        if key not in self.unproven:
+            self.unproven[key] = now
+            self._oldest = None
 
     def proven(self, key: bytes) -> None:
         """A valid entry of ``key`` was stored: it stays."""
-        self.unproven.pop(key, None)
+        if self.unproven.pop(key, None) is not None:
+            self._oldest = None
 
     def deadline(self) -> float | None:
         """When the oldest unproven key ages out (None: none is on probation)."""
         if not self.unproven or not self.policy.goset_probation:
             return None
-        return min(self.unproven.values()) + self.policy.goset_probation
+        oldest = self._oldest
+        if oldest is None:
+            oldest = self._oldest = min(self.unproven.values())
+        return oldest + self.policy.goset_probation
 
     def take_expired(self, now: float) -> list[bytes]:
         """Unproven keys whose probation is over (they leave the GOSET)."""
@@ -99,6 +109,7 @@ class Admission:
         gone = [k for k, t in self.unproven.items() if t + probation <= now]
         for key in gone:
             del self.unproven[key]
+            self._oldest = None
             self.dropped[key] = now + _REFUSE_FACTOR * probation
         while len(self.dropped) > _DROPPED_KEPT:
             del self.dropped[next(iter(self.dropped))]

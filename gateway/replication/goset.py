@@ -84,7 +84,17 @@ class GosetSync:
         self.keys: list[bytes] = []  # sorted as unsigned byte strings
         self._index: dict[bytes, int] = {}
         self._state = 0  # XOR of all keys, as an int
+        # ... and as 32 bytes (``state``: asked for every GOSET packet a Node hears)
+        self._state_bytes = bytes(32)
         self._pending: dict[tuple[int, bytes], _Pending] = {}
+        # bumped whenever a key joins or leaves the set, a claim becomes pending, a
+        # pending claim is heard on another face or a face first shows keys: the
+        # derivation rule (run after every GOSET packet heard) can only find something
+        # new after such a change, so a pass that found no pending claim with a one-key
+        # gap and a face that could vouch for it records this (``_underived``) and the
+        # next passes are skipped until the next change
+        self._changes = 0
+        self._underived = -1
         self._novelty_queue: list[bytes] = []
         self.largest_cnt_seen = 0
         self.added: list[bytes] = []  # keys added since the owner last drained this
@@ -117,7 +127,7 @@ class GosetSync:
     @property
     def state(self) -> bytes:
         """XOR of all keys (32 zero bytes for an empty set)."""
-        return self._state.to_bytes(32, "big")
+        return self._state_bytes
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -149,8 +159,10 @@ class GosetSync:
             return False
         pos = bisect.bisect_left(self.keys, key)
         self.keys.insert(pos, key)
+        self._changes += 1
         self._index = {k: i for i, k in enumerate(self.keys)}
         self._state ^= int.from_bytes(key, "big")
+        self._state_bytes = self._state.to_bytes(32, "big")
         self._added_at = now
         self.added.append(key)
         if self.policy.novelties and announce:
@@ -178,8 +190,10 @@ class GosetSync:
         if pos is None:
             return False
         del self.keys[pos]
+        self._changes += 1
         self._index = {k: i for i, k in enumerate(self.keys)}
         self._state ^= int.from_bytes(key, "big")
+        self._state_bytes = self._state.to_bytes(32, "big")
         if key in self._novelty_queue:
             self._novelty_queue.remove(key)
         self._inconsistent(now)
@@ -211,7 +225,10 @@ class GosetSync:
             self._derive_missing(now)
 
     def _show(self, face: str, keys: Iterable[bytes]) -> None:
-        shown = self._shown.setdefault(face, {})
+        shown = self._shown.get(face)
+        if shown is None:
+            shown = self._shown[face] = {}
+            self._changes += 1
         for k in keys:
             if k in self._index:
                 shown.setdefault(k, self._tick)
@@ -240,7 +257,10 @@ class GosetSync:
         pend = self._pending.get(key)
         if pend is None:
             self._pending[key] = pend = _Pending(c)
+            self._changes += 1
             self._trim_pending()
+        if face not in pend.faces:
+            self._changes += 1
         pend.faces[face] = self._tick
         if self.policy.goset_reset_on_claim:
             self._inconsistent(now)
@@ -251,14 +271,21 @@ class GosetSync:
         """Take the one key a pending claim's range lacks at our side (XOR of the claim
         xor ours there), again while that completes further claims; see the module notes
         for the checks. Never waits for the peer to claim again."""
+        if self._underived == self._changes:
+            return  # the last pass found no one-key gap, and nothing changed since
+        shown = self._shown
         progress = True
         while progress:
             progress = False
+            gaps = False  # a pending claim's range lacks one key at our side
             for pkey, pend in list(self._pending.items()):
                 c = pend.claim
                 lo_i, hi_i = self._index.get(c.lo), self._index.get(c.hi)
                 if lo_i is None or hi_i is None or hi_i < lo_i or hi_i - lo_i + 2 != c.cnt:
                     continue
+                if shown.keys().isdisjoint(pend.faces):
+                    continue  # no face that heard it showed anything: none can vouch
+                gaps = True
                 ours = make_claim(self.keys, lo_i, hi_i)
                 missing = (int.from_bytes(c.xor, "big")
                            ^ int.from_bytes(ours.xor, "big")).to_bytes(32, "big")
@@ -275,6 +302,8 @@ class GosetSync:
                 log.info("GOSET: derived key %s from a claim of %d keys (we held %d of "
                          "them)", missing.hex()[:16], c.cnt, c.cnt - 1)
                 progress = True
+            if not gaps:
+                self._underived = self._changes
 
     def _shown_by(self, face: str, keys: Iterable[bytes], before: int) -> bool:
         """Did ``face`` show it holds every one of ``keys`` by tick ``before``?"""

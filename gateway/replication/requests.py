@@ -26,6 +26,8 @@ __all__ = [
 ]
 
 _LIST_HEADER_MAX = 2  # BIPF tag of a list up to 2^11 bytes
+_WANT_SLOTS_MAX = (PACKET_LEN - DMX_LEN - _LIST_HEADER_MAX) // 2  # slots of 2 B each fill a
+# WANT (its offset takes 2 B more): the builder never looks at more
 
 
 @dataclass(slots=True, frozen=True)
@@ -76,15 +78,20 @@ class RequestBuilder:
         seqs: list[int] = []
         head = _int_size(offset)
         size = 0
-        for i in range(n):
-            replica = store.get(keys[(offset + i) % n])
-            nxt = min(replica.max_seq + 1 if replica is not None else 1, MAX_PROTOCOL_INT)
-            item = _int_size(nxt)
-            if not _fits(head + size + item):
+        budget = self.policy.request_budget
+        # (_int_size and _fits inlined, the tops read in one call: a WANT per round and
+        # face, a slot per GOSET key)
+        # (every slot takes 2 bytes or more: no more than _WANT_SLOTS_MAX are looked at)
+        for top in store.tops([*keys[offset:], *keys[:offset]][:_WANT_SLOTS_MAX]):
+            nxt = top + 1 if top >= 0 else 1  # (-1: not held)
+            if nxt > MAX_PROTOCOL_INT:  # noqa: PLR1730 - cheaper than min() per slot
+                nxt = MAX_PROTOCOL_INT
+            item = 2 + nxt.bit_length() // 8
+            if DMX_LEN + _LIST_HEADER_MAX + head + size + item > PACKET_LEN:
                 break
             seqs.append(nxt)
             size += item
-            if size > self.policy.request_budget:
+            if size > budget:
                 break
         step = 1 if self.policy.offset_step is OffsetStep.ONE else max(len(seqs), 1)
         self._want_offset = (offset + step) % n

@@ -8,7 +8,7 @@ Subclasses provide persistence only.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Self
 
@@ -129,6 +129,13 @@ class FeedStore(ABC):
 
     def get(self, fid: bytes) -> Replica | None:
         return self._replicas.get(fid)
+
+    def tops(self, fids: Iterable[bytes]) -> list[int]:
+        """The ``max_seq`` of each of ``fids``, -1 where not held: one call for a whole
+        WANT vector (built and answered per frame, a slot per GOSET key)."""
+        replicas = self._replicas
+        return [-1 if (r := replicas.get(fid)) is None else r.frontier.max_seq
+                for fid in fids]
 
     def add_feed(self, fid: bytes) -> Replica:
         """Start holding (replicating) ``fid``; returns its replica, new or existing."""

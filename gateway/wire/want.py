@@ -50,14 +50,31 @@ def _check_int(value: int) -> int:
     return value
 
 
+# the BIPF encodings of the smaller protocol integers (requests carry dozens of them, and
+# a node builds a request every few seconds): bytes exactly as ``bipf.encode`` writes them
+_SMALL_INTS = tuple(bipf.encode(v) for v in range(4096))
+
+
+def _int_bipf(value: int) -> bytes:
+    """``bipf.encode(value)`` of a protocol integer (checked)."""
+    if 0 <= value < len(_SMALL_INTS):
+        return _SMALL_INTS[value]
+    return bipf.encode(_check_int(value))
+
+
+def _list_bipf(items: list[bytes]) -> bytes:
+    """A BIPF list of encoded items, as ``bipf.encode`` writes a list."""
+    body = b"".join(items)
+    return bipf.encode_tag(len(body), bipf.LIST) + body
+
+
 def encode_want(dmx: bytes, offset: int, seqs: list[int] | tuple[int, ...]) -> bytes:
-    body = bipf.encode([_check_int(offset), *(_check_int(s) for s in seqs)])
-    return _packet(dmx, body)
+    return _packet(dmx, _list_bipf([_int_bipf(offset), *map(_int_bipf, seqs)]))
 
 
 def encode_chnk(dmx: bytes, requests: list[ChunkRequest] | tuple[ChunkRequest, ...]) -> bytes:
-    body = bipf.encode([[_check_int(r.fndx), _check_int(r.seq), _check_int(r.cnr)]
-                        for r in requests])
+    body = _list_bipf([_list_bipf([_int_bipf(r.fndx), _int_bipf(r.seq), _int_bipf(r.cnr)])
+                       for r in requests])
     return _packet(dmx, body)
 
 

@@ -3,6 +3,8 @@ with hand-computed outcomes, sensitivity, noise and path loss."""
 
 from __future__ import annotations
 
+import math
+import struct
 from dataclasses import replace
 
 import pytest
@@ -10,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from firmware_sim import phy
+from firmware_sim.phy import round_tenth
 from gateway.wire.lora import LoRaParams, profile
 
 # Time on air in ms of 120..124-byte frames (explicit header, no PHY CRC, CR 4/5,
@@ -149,3 +152,20 @@ def test_capture_threshold_is_six_db(signal: float, interferer: float) -> None:
         assert outcome is None
     elif signal - interferer < 6.0 - 1e-9:
         assert outcome == phy.COLLISION
+
+
+def _near_half(k_steps: tuple[int, int]) -> float:
+    """A float a few ulps from the half (k + 0.5) / 10."""
+    k, steps = k_steps
+    x = (k + 0.5) / 10
+    for _ in range(abs(steps)):
+        x = math.nextafter(x, math.inf if steps > 0 else -math.inf)
+    return x
+
+
+@given(st.floats(allow_nan=False) | st.floats(-200.0, 50.0)
+       | st.integers(-20000, 5000).map(lambda k: (k + 0.5) / 10)
+       | st.tuples(st.integers(-20000, 5000), st.integers(-3, 3)).map(_near_half))
+def test_round_tenth_is_round_to_one_digit(x: float) -> None:
+    expected = round(x, 1)
+    assert struct.pack("<d", round_tenth(x)) == struct.pack("<d", expected)  # -0.0 too
