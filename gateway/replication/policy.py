@@ -114,9 +114,10 @@ class Policy:
     push_echo_density: float = 2.0  # ... in full from this many copies per item more than 1
     # where we hear each item about once (a leaf, the edge of a mesh), a relay is skipped
     # with this weight times the share of our relays nobody relayed on, times how sparse
-    # the mesh around us is (a probability, at most 1): a leaf's only neighbour holds what the leaf heard from it already; where
-    # airtime is plentiful a relay that reaches nobody costs little, so only while more
-    # than ``push_skip_load`` of the face's duty-cycle budget is spent
+    # the mesh around us is (a probability, at most 1): a leaf's only neighbour holds
+    # what the leaf heard from it already; where airtime is plentiful a relay that
+    # reaches nobody costs little, so only while more than ``push_skip_load`` of the
+    # face's duty-cycle budget is spent
     push_echo_skip: float = 0.0
     push_skip_load: float = 0.5  # ... and only while more of the airtime budget is spent
     # push faces: an answer waits U(1, answer_window) airtimes (past the asker's request

@@ -83,8 +83,7 @@ class RepairTimer:
                 self._retries -= 1
                 self.want_at = now + self._delay() * 2 ** (REPAIR_RETRIES - self._retries)
             else:  # the slow beacon
-                self.want_at = now + (p.push_rtt_max * max(1.0, neighbours)
-                                      * self._rng.uniform(0.5, 1.0))
+                self.want_at = self._beacon_at(now, neighbours)
         self.chnk_at = now + CHAIN_WAIT * self._delay() if lacking else float("inf")
         self._sent_at = now
         self._arrived = False
@@ -123,8 +122,13 @@ class RepairTimer:
         request): no request, and no retries; back to the beacon's pace."""
         self._retries = 0
         self.hinted = False
-        self.want_at = now + (self.policy.push_rtt_max * max(1.0, neighbours)
-                              * self._rng.uniform(0.5, 1.0))
+        self.want_at = self._beacon_at(now, neighbours)
+
+    def _beacon_at(self, now: float, neighbours: float) -> float:
+        """The next slow beacon: ``push_rtt_max`` times the neighbours that beacon too,
+        half of it to all of it at random."""
+        return now + (self.policy.push_rtt_max * max(1.0, neighbours)
+                      * self._rng.uniform(0.5, 1.0))
 
     @property
     def following(self) -> bool:
