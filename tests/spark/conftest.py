@@ -74,7 +74,7 @@ def campaign(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> C
     corrupt, corrupt_at = captures.write_corrupt(root / "broken.cbor")
     sims = {}
     line5 = load_scenario("line-5")
-    for name, seconds in (("line5-900s", 900.0), ("line5-300s", 300.0)):
+    for name, seconds in (("line5-900s", 900.0), ("line5-200s", 200.0)):
         sims[name] = run_scenario(line5.with_(duration=seconds), root / f"{name}.cbor")
     out = root.parent / "report"
     stdout, stderr = io.StringIO(), io.StringIO()

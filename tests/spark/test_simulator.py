@@ -11,7 +11,7 @@ from spark.schema import NODE_REASONS
 from .conftest import Campaign
 
 
-@pytest.mark.parametrize("run_id", ["line5-900s", "line5-300s"])
+@pytest.mark.parametrize("run_id", ["line5-900s", "line5-200s"])
 def test_convergence_agrees_with_firmware_sim_summary(campaign: Campaign, run_id: str) -> None:
     c = campaign.sims[run_id].convergence
     r = campaign.run(run_id)
@@ -27,8 +27,8 @@ def test_convergence_agrees_with_firmware_sim_summary(campaign: Campaign, run_id
 def test_the_short_run_is_cut_before_convergence_and_the_long_one_is_not(
         campaign: Campaign) -> None:
     assert campaign.sims["line5-900s"].convergence.converged
-    assert not campaign.sims["line5-300s"].convergence.converged
-    assert campaign.run("line5-300s")["stalled_pairs"] > 0
+    assert not campaign.sims["line5-200s"].convergence.converged
+    assert campaign.run("line5-200s")["stalled_pairs"] > 0
 
 
 def test_spread_and_traffic_agree_with_firmware_sim_summary(campaign: Campaign) -> None:
