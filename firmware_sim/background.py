@@ -19,6 +19,7 @@ the child (a full disk) stops the run at the next batch with the child's excepti
 
 from __future__ import annotations
 
+import logging
 import marshal
 import multiprocessing
 import os
@@ -32,6 +33,8 @@ from gateway.capture import CaptureError, CaptureWriter, Direction, Record
 
 from .engine import CAPTURE_BUFFER
 from .summary import Summary, SummaryBuilder
+
+log = logging.getLogger(__name__)
 
 __all__ = ["BackgroundSinks"]
 
@@ -99,8 +102,11 @@ class BackgroundSinks:
             try:
                 self._send(_ABORT)
                 self._answer()
-            except (CaptureError, OSError):
-                pass
+            except (CaptureError, OSError) as exc:
+                # the child is gone or failed already (a child that is still there
+                # removes its partial file when _end() closes the pipe); the abort is
+                # what the caller asked for, not an error to raise on top of it
+                log.debug("capture writer gone while aborting: %s", exc)
         self._end()
 
     def _flush(self) -> None:
@@ -167,8 +173,8 @@ def _serve(conn: Connection, out: str, meta: dict[str, Any]) -> None:
             writer.abort()
         try:
             _reply(conn, False, exc)
-        except OSError:
-            pass
+        except OSError as gone:  # the parent is gone too: nobody left to tell
+            log.debug("capture writer could not report %r: %s", exc, gone)
 
 
 def _write_batch(batch: list[tuple[Any, ...]], writer: CaptureWriter,
