@@ -361,7 +361,8 @@ class GosetSync:
         if self._interval_end is None:
             return None
         t = self._interval_end if self._round_done else self._next_round
-        return t if self._respond_at is None else min(t, self._respond_at)
+        respond = self._respond_at  # (min() without the call: asked after every frame)
+        return t if respond is None or not respond < t else respond
 
     def on_timer(self, now: float) -> list[GosetOut]:
         """Run a round if one is due; return the packets it sends."""

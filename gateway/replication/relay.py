@@ -117,7 +117,15 @@ class RelayQueue:
 
     def peek(self) -> Relay | None:
         """The packet due first; None when nothing waits."""
-        return self._head()
+        # _head(), inlined: asked at every wake-up and after every frame taken in
+        heap, items = self._heap, self._items
+        while heap:
+            due, _, packet = heap[0]
+            relay = items.get(packet)
+            if relay is not None and relay.due == due:
+                return relay
+            heapq.heappop(heap)
+        return None
 
     def pop(self) -> Relay:
         """Take the packet due first (there must be one)."""

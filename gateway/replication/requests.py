@@ -9,6 +9,7 @@ numbers per slot, as the references do (wire-compat.md section 4).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -111,11 +112,13 @@ class RequestBuilder:
         size = 0
         last_feed = offset
         full = False
-        for i in range(n):
-            fndx = (offset + i) % n
+        # the feeds with pending chains, from the offset on round the set: the same order
+        # as a walk over every key that skips the others
+        held = store.with_pending(keys)
+        cut = bisect.bisect_left(held, offset)
+        for fndx in held[cut:] + held[:cut]:
             replica = store.get(keys[fndx])
-            if replica is None or not replica.pending:
-                continue
+            assert replica is not None
             for seq in sorted(replica.pending)[: self.policy.chnk_per_feed]:
                 cnr = replica.pending[seq].next_cnr
                 if max(fndx, seq, cnr) > MAX_PROTOCOL_INT:

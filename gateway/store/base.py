@@ -133,9 +133,15 @@ class FeedStore(ABC):
     def tops(self, fids: Iterable[bytes]) -> list[int]:
         """The ``max_seq`` of each of ``fids``, -1 where not held: one call for a whole
         WANT vector (built and answered per frame, a slot per GOSET key)."""
-        replicas = self._replicas
-        return [-1 if (r := replicas.get(fid)) is None else r.frontier.max_seq
-                for fid in fids]
+        # (map() looks the replicas up without a method lookup per slot)
+        return [-1 if r is None else r.frontier.max_seq
+                for r in map(self._replicas.get, fids)]
+
+    def with_pending(self, fids: Iterable[bytes]) -> list[int]:
+        """The positions in ``fids`` of the feeds held with an entry that still waits for
+        side-chain chunks, ascending: a CHNK round looks at those only, not at every key."""
+        return [i for i, r in enumerate(map(self._replicas.get, fids))
+                if r is not None and r.frontier.pending]
 
     def add_feed(self, fid: bytes) -> Replica:
         """Start holding (replicating) ``fid``; returns its replica, new or existing."""

@@ -12,6 +12,7 @@ Receivers require the exact lengths; this module does too.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -95,6 +96,20 @@ def chnk_dmx(state: bytes) -> bytes:
 
 def decode_goset(packet: bytes) -> GosetPacket:
     """Decode a packet that starts with the GOSET DMX; :class:`PacketError` if malformed."""
+    if type(packet) is bytes:  # (immutable: the same bytes decode the same)
+        return _decode_bytes(packet)
+    return _decode(packet)
+
+
+# every radio around a sender decodes the very same packet, in a simulated mesh one after
+# the other; the packets decoded are frozen, so all of them can share one (a malformed
+# packet raises each time: lru_cache keeps no exceptions)
+@functools.lru_cache(maxsize=256)
+def _decode_bytes(packet: bytes) -> GosetPacket:
+    return _decode(packet)
+
+
+def _decode(packet: bytes) -> GosetPacket:
     if packet[:DMX_LEN] != GOSET_DMX:
         raise PacketError("not a GOSET packet")
     if len(packet) <= DMX_LEN:
