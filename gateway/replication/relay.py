@@ -105,19 +105,9 @@ class RelayQueue:
             del self._items[packet]
             self.cancelled += 1
 
-    def _head(self) -> Relay | None:
-        heap, items = self._heap, self._items
-        while heap:
-            due, _, packet = heap[0]
-            relay = items.get(packet)
-            if relay is not None and relay.due == due:
-                return relay
-            heapq.heappop(heap)
-        return None
-
     def peek(self) -> Relay | None:
-        """The packet due first; None when nothing waits."""
-        # _head(), inlined: asked at every wake-up and after every frame taken in
+        """The packet due first; None when nothing waits (entries of cancelled or
+        rescheduled relays still on the heap are dropped on the way)."""
         heap, items = self._heap, self._items
         while heap:
             due, _, packet = heap[0]
@@ -129,7 +119,7 @@ class RelayQueue:
 
     def pop(self) -> Relay:
         """Take the packet due first (there must be one)."""
-        head = self._head()
+        head = self.peek()
         assert head is not None
         heapq.heappop(self._heap)
         del self._items[head.packet]
