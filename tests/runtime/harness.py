@@ -84,8 +84,10 @@ def tinyssb(data: Path, *argv: str, log: Path | None = None) -> subprocess.Popen
     """Start ``tinyssb --data DATA ARGV...`` as its own process (stderr to ``log``)."""
     err = open(log, "ab") if log is not None else subprocess.DEVNULL  # noqa: SIM115
     try:
-        return subprocess.Popen([sys.executable, "-m", "gateway.cli", "--data", str(data),
+        proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "--data", str(data),
                                  *argv], stdout=subprocess.DEVNULL, stderr=err)
+        proc.log_path = log  # type: ignore[attr-defined]  # read by wait_for on an exit
+        return proc
     finally:
         if log is not None:
             err.close()  # type: ignore[union-attr]
@@ -107,7 +109,8 @@ def wait_for(check: Callable[[], bool], limit: float, what: str,
     while not check():
         for p in procs:
             if p.poll() is not None:
-                raise AssertionError(f"{what}: a gateway exited with {p.returncode}")
+                raise AssertionError(f"{what}: a gateway exited with {p.returncode}"
+                                     f"{_log_tail(p)}")
         if time.monotonic() - t0 > limit:
             raise AssertionError(f"{what}: not within {limit:g} s")
         time.sleep(0.1)
@@ -119,3 +122,13 @@ def stop(*procs: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> list[int
         if p.poll() is None:
             p.send_signal(sig)
     return [p.wait(timeout=30) for p in procs]
+
+
+def _log_tail(proc: subprocess.Popen[bytes], lines: int = 15) -> str:
+    """The last lines of what a gateway started by :func:`tinyssb` wrote to its log (a
+    failed run's tmp_path is gone by the time anyone looks)."""
+    log = getattr(proc, "log_path", None)
+    if log is None or not Path(log).exists():
+        return ""
+    tail = Path(log).read_text(errors="replace").splitlines()[-lines:]
+    return "; its log ends:\n" + "\n".join(tail)
