@@ -516,10 +516,7 @@ class Node:
                         fs.hint_seqs[fid] = seq - 1
         if more and self.policy.rearm_on_hint:
             self._pace_repairs(fs, now)
-            if isinstance(fs.timer, RepairTimer):
-                fs.timer.rearm(now, checkable=settle)
-            else:
-                fs.timer.rearm(now)
+            fs.timer.rearm(now, checkable=settle)
             if bound is not None:
                 fs.set_next = bound.name
         credit = fs.credit
@@ -593,10 +590,9 @@ class Node:
         relays = fs.relays
         if relays is not None and answers and self._weak_request(now, fs, answers[0].packet):
             return 0
-        window = self.policy.answer_window
-        if relays is not None and self.policy.answer_window_scarce and answers \
-                and self._airtime_scarce(fs, now):
-            window = self.policy.answer_window_scarce
+        window = (self._pace(fs, now, self.policy.answer_window,
+                             self.policy.answer_window_scarce)
+                  if relays is not None and answers else self.policy.answer_window)
         for a in answers:
             kind = FrameKind.ENTRY if a.cnr is None else FrameKind.CHUNK
             if relays is not None:
@@ -914,10 +910,9 @@ class Node:
         assert isinstance(timer, RepairTimer)
         if not timer.hinted or timer.open_hint or timer.following:
             return False
-        store, seqs = self.store, fs.hint_seqs
-        for fid, seq in list(seqs.items()):
-            replica = store.get(fid)
-            if replica is None or replica.max_seq >= seq:
+        seqs = fs.hint_seqs
+        for (fid, seq), top in zip(list(seqs.items()), self.store.tops(list(seqs))):
+            if top < 0 or top >= seq:  # not held any more, or caught up
                 del seqs[fid]
         return not seqs
 
@@ -927,8 +922,13 @@ class Node:
         request's answers only repeat it)."""
         if isinstance(fs.timer, RepairTimer):
             p = self.policy
-            fs.timer.delay = (p.request_delay_scarce if p.request_delay_scarce
-                              and self._airtime_scarce(fs, now) else p.request_delay)
+            fs.timer.delay = self._pace(fs, now, p.request_delay, p.request_delay_scarce)
+
+    def _pace(self, fs: _FaceState, now: float, plain: float, scarce: float) -> float:
+        """``scarce`` (when set) while face ``fs`` has spent more than ``push_skip_load``
+        of its airtime budget, else ``plain``: the policy's waits that grow when airtime
+        is scarce (a hint's request, the answers)."""
+        return scarce if scarce and self._airtime_scarce(fs, now) else plain
 
     def _airtime_scarce(self, fs: _FaceState, now: float) -> bool:
         """Has a push face spent more than ``push_skip_load`` of its airtime budget?"""

@@ -272,7 +272,8 @@ class RequestTimer:
         """Not before ``until`` (the face cannot send earlier); the rtt stays as it is."""
         self.next_at = max(self.next_at, until)
 
-    def rearm(self, now: float) -> None:
-        """A peer has more than we do: ask soon, at the initial pace."""
+    def rearm(self, now: float, *, checkable: bool = False) -> None:
+        """A peer has more than we do: ask soon, at the initial pace. (``checkable``, for
+        :class:`RepairTimer`'s sake: a polling timer asks anyway, so no hint settles.)"""
         self.rtt = min(self.rtt, self.policy.rtt_initial)
         self.next_at = min(self.next_at, now)
