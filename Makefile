@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: all setup test run demo bench lint clean flash
+.PHONY: all setup accel test run demo bench lint clean flash
 
 all: test
 
@@ -16,21 +16,27 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
 	@touch $(STAMP)
 
-setup: $(STAMP)
+setup: $(STAMP) accel
 
-test: $(STAMP)
+# compile the Node's and the simulator's hot modules with mypyc into build/accel/ (about
+# a minute, once; nothing when current); without a C compiler everything runs as plain
+# Python, slower (gateway/accel.py)
+accel: $(STAMP)
+	@$(BIN)/python scripts/build_accel.py --optional
+
+test: $(STAMP) accel
 	$(BIN)/python -m pytest
 
 # the main job: simulate grid-25 under the reference and default policies, analyze both
 # captures in Spark (needs Java 17+), print the summary; the report is out/make-run/
-run: $(STAMP)
+run: $(STAMP) accel
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m spark.main_job --out out/make-run
 
 # two gateways on loopback WebSocket replicate a demo feed
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/demo.sh
 
-bench: $(STAMP)
+bench: $(STAMP) accel
 	$(BIN)/python bench/run_all.py
 
 lint: $(STAMP)

@@ -8,7 +8,8 @@ Usage: ``python3 bench/bench_sim.py [--hours H] [--no-capture] [--foreground]
    the default policy, capture written to a temporary file: wall time, scheduler events
    per second, frames resolved at receivers per second, capture records and size.
 2. cProfile of one virtual hour of the same run (the second, past the start-up), top
-   entries by own time.
+   entries by own time; in plain Python (a child process with ``TINYSSB_PURE=1``) when
+   the compiled modules are in use, since cProfile does not see inside them.
 3. Every shipped scenario but city-100 (with ``--all``, city-100 too) under ``reference``
    and ``default``: convergence, p95 entry spread, airtime, efficiency against the
    airtime lower bound, collisions: the table in docs/replication.md.
@@ -21,8 +22,10 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import os
 import pstats
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from firmware_sim.runner import CaptureSinks, build, capture_meta, run_scenario
 from firmware_sim.scenario import load_scenario
+from gateway import accel
 from gateway.stats import percentile
 
 
@@ -59,7 +63,9 @@ def city(hours: float, capture: bool, background: bool) -> None:
     c = summary.convergence
     writer = (f" + {child:.1f} s in the capture writer process" if capture and background
               else "")
-    print(f"city-100, {hours:g} virtual h, policy default, capture "
+    how = ("compiled modules" if accel.active()
+           else "plain Python (compiled modules not built, not current or turned off)")
+    print(f"city-100, {hours:g} virtual h, policy default, {how}, capture "
           f"{'on' if capture else 'off'}{', written in the background' if writer else ''}: "
           f"wall {wall:.1f} s (target <= 60 s), CPU {cpu:.1f} s{writer} (the simulation "
           "is about the wall time on an idle machine; on a busy one the CPU time is the "
@@ -129,9 +135,19 @@ def main() -> int:
                     help="write the capture in the simulation's process (as small runs do)")
     ap.add_argument("--profile-hours", type=float, default=1.0)
     ap.add_argument("--all", action="store_true", help="the table with city-100 too")
+    ap.add_argument("--profile-only", action="store_true", help=argparse.SUPPRESS)
     args, _ = ap.parse_known_args()
+    if args.profile_only:
+        profile(args.profile_hours)
+        return 0
     city(args.hours, not args.no_capture, not args.foreground)
-    profile(args.profile_hours)
+    if accel.active():  # cProfile sees nothing inside compiled functions
+        print("(the profile runs the plain Python modules, TINYSSB_PURE=1)", flush=True)
+        subprocess.run([sys.executable, __file__, "--profile-only", "--profile-hours",
+                        str(args.profile_hours)], check=True,
+                       env=dict(os.environ, **{accel.ENV_PURE: "1"}))
+    else:
+        profile(args.profile_hours)
     names = ["line-5", "grid-25", "random-50", "islands-ip", "isp-islands"]
     policies(names + (["city-100"] if args.all else []))
     return 0

@@ -6,3 +6,7 @@ LoRa channel (``channel``, ``phy``), BLE and IP links (``links``) in virtual tim
 resulting captures, ``realtime`` bridges a simulated dongle (``dongle``) into the mesh
 and ``cli`` adds ``tinyssb sim``. See docs/simulator.md.
 """
+
+from gateway import accel as _accel
+
+__path__ = _accel.extend(__path__, __name__)  # compiled modules first, when current

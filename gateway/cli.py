@@ -20,7 +20,7 @@ from .errors import EXIT_USER_ERROR, UserError
 from .logsetup import setup_logging
 from .render import render_content
 from .runtime.control import ControlError
-from .runtime.control import request as control_request
+from .runtime.control import request_holder as control_request
 from .store import DiskStore, FeedStore, StoreError
 from .store.disk import StoreLockedError
 from .store.keys import KEY_FILE, load_key, load_or_create_key

@@ -22,7 +22,7 @@ from .cli_gateway import add_run_arguments, cmd_run
 from .isp import IspError, Role
 from .isp.storage import KeyStoreError
 from .replication.node import Node
-from .runtime.control import ControlError, request
+from .runtime.control import ControlError, request_holder
 from .runtime.isp_service import IspService, RoleError, goset_filter, read_role
 from .store import DiskStore
 from .store.disk import StoreLockedError
@@ -62,7 +62,7 @@ def isp_request(root: Path, req: dict[str, Any], role: Role | None,
     except StoreLockedError:
         pass  # a gateway runs on this directory: it does the work
     try:
-        answer = request(root, {"cmd": "isp", **req})
+        answer = request_holder(root, {"cmd": "isp", **req})
     except ControlError as exc:
         raise user_error(str(exc)) from None
     return answer

@@ -1,5 +1,9 @@
 """Sans-I/O replication: GOSET, WANT/CHNK, faces, policies and the Node that joins them."""
 
+from .. import accel as _accel
+
+__path__ = _accel.extend(__path__, __name__)  # compiled modules first, when current
+
 from .events import (
     ChainComplete,
     Drop,

@@ -648,7 +648,7 @@ class Node:
         if report.stored:
             fs.timer.arrival(now)
             if self._sets and fs.set_next is None:  # more may follow: ask that set again
-                fs.set_next = self._set_of(s.fid for s in report.stored)
+                fs.set_next = self._set_of([s.fid for s in report.stored])
             if report.fid is not None and report.fid in self.goset:  # not a private feed
                 self._push(now, packet, report.kind, fs.face.name, report.fid, report.seq,
                            report.cnr)

@@ -15,11 +15,13 @@ import json
 import logging
 import os
 import socket
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SOCKET_FILE", "ControlError", "ControlServer", "request"]
+__all__ = ["SOCKET_FILE", "ControlError", "ControlServer", "NotListeningError", "request",
+           "request_holder"]
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,10 @@ Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 class ControlError(Exception):
     """No gateway answers on the socket, or it answered with an error."""
+
+
+class NotListeningError(ControlError):
+    """Nothing listens on the data directory's control socket."""
 
 
 class ControlServer:
@@ -88,8 +94,8 @@ def request(data_dir: Path, req: dict[str, Any], timeout: float = 5.0) -> dict[s
         try:
             sock.connect(str(path))
         except (FileNotFoundError, ConnectionRefusedError):
-            raise ControlError(f"no gateway is running on {data_dir} (start one with "
-                               "`tinyssb run`)") from None
+            raise NotListeningError(f"no gateway is running on {data_dir} (start one with "
+                                    "`tinyssb run`)") from None
         except OSError as exc:
             raise ControlError(f"cannot reach the gateway on {path}: {exc.strerror}") from None
         try:
@@ -111,3 +117,20 @@ def request(data_dir: Path, req: dict[str, Any], timeout: float = 5.0) -> dict[s
         err = answer.get("error") if isinstance(answer, dict) else answer
         raise ControlError(f"the gateway refused: {err}")
     return answer
+
+
+def request_holder(data_dir: Path, req: dict[str, Any], wait: float = 15.0) -> dict[str, Any]:
+    """:func:`request` to the gateway that holds ``data_dir``'s store lock: one that is
+    still starting (the store is open, the control socket not yet) gets up to ``wait``
+    seconds to listen."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return request(data_dir, req)
+        except NotListeningError:
+            if time.monotonic() >= deadline:
+                raise ControlError(
+                    f"a gateway holds {data_dir} but has not answered on "
+                    f"{data_dir / SOCKET_FILE} for {wait:g} s: it is stuck starting or "
+                    "stopping (its log says why); try again once it runs") from None
+            time.sleep(0.1)

@@ -10,7 +10,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Self
+from typing import Any, Self
+
+try:
+    from mypy_extensions import mypyc_attr
+except ImportError:  # installed without the dev tools: nothing is compiled anyway
+    def mypyc_attr(*attrs: str, **kwattrs: object) -> Any:  # type: ignore[misc]
+        return lambda cls: cls
 
 from ..wire.entry import (
     PACKET_LEN,
@@ -50,6 +56,8 @@ class FeedInfo:
     incomplete: tuple[tuple[int, int, int], ...]  # (seq, chunks held, chunks needed)
 
 
+# compiled with mypyc (gateway/accel.py); the stores built on it are plain Python
+@mypyc_attr(allow_interpreted_subclasses=True)
 class FeedStore(ABC):
     """Replicas of many feeds plus the expected-chunk table. Not thread-safe."""
 

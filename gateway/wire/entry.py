@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from nacl.bindings import crypto_sign, crypto_sign_open, crypto_sign_seed_keypair
 from nacl.exceptions import BadSignatureError, CryptoError
 
+from .crc import Buffer
 from .errors import PacketError, SignatureError, VarintError
 from .varint import decode_varint, encode_varint
 
@@ -57,7 +58,7 @@ _HASH20_KEPT = 4096  # hashes remembered (then forgotten all at once)
 _hash20_of: dict[bytes, bytes] = {}
 
 
-def hash20(data: bytes) -> bytes:
+def hash20(data: Buffer) -> bytes:
     """The 20-byte hash pointer of a chunk (or of anything): sha256(data)[:20].
 
     Remembered for packets seen lately: a packet heard by many radios of a simulated

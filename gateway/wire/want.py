@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import bipf
+from .crc import Buffer
 from .entry import DMX_LEN, PACKET_LEN
 from .errors import BipfError, PacketError, VarintError
 from .varint import decode_varint
@@ -148,11 +149,11 @@ _wants: dict[bytes, Want] = {}
 _chnks: dict[bytes, tuple[ChunkRequest, ...]] = {}
 
 
-def decode_want(packet: bytes) -> Want:
+def decode_want(packet: Buffer) -> Want:
     want = _wants.get(packet) if type(packet) is bytes else None
     if want is not None:
         return want  # (immutable)
-    items = _body(packet)
+    items = _body(packet if type(packet) is bytes else bytes(packet))
     if not items:
         raise PacketError("WANT list is empty")
     offset = _as_uint(items[0])
@@ -166,15 +167,15 @@ def decode_want(packet: bytes) -> Want:
     return want
 
 
-def decode_chnk(packet: bytes) -> list[ChunkRequest]:
+def decode_chnk(packet: Buffer) -> list[ChunkRequest]:
     known = _chnks.get(packet) if type(packet) is bytes else None
     if known is not None:
         return list(known)  # a list of its own for each caller
     requests = []
-    for item in _body(packet):
+    for item in _body(packet if type(packet) is bytes else bytes(packet)):
         if not isinstance(item, list) or len(item) < 3:
             continue
-        fndx, seq, cnr = (_as_uint(v) for v in item[:3])
+        fndx, seq, cnr = [_as_uint(v) for v in item[:3]]
         if fndx is None or seq is None or cnr is None or seq == 0:
             continue
         requests.append(ChunkRequest(fndx, seq, cnr))

@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import stat
+import threading
 from pathlib import Path
 
 import pytest
 
 from gateway.cli import main
+from gateway.runtime import control
 from gateway.runtime.control import SOCKET_FILE, ControlError, request
 from gateway.store import DiskStore
 
@@ -83,3 +86,50 @@ def test_entries_published_through_the_gateway_are_in_its_capture(tmp_path: Path
             n2 += 1
     assert n2 >= 3
     assert stored == [(1, None), (2, None), *[(2, c) for c in range(n2)]]
+
+
+def _answer_once(server: socket.socket, answer: dict[str, object]) -> None:
+    conn, _ = server.accept()
+    with conn:
+        conn.recv(65536)
+        conn.sendall(json.dumps(answer).encode() + b"\n")
+
+
+def test_a_command_waits_for_a_gateway_that_holds_the_store_but_is_still_starting(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The gateway opens (locks) its store before its control socket listens; `tinyssb
+    publish` (and the isp commands) in that window used to say "no gateway is running"
+    and exit 2. The socket comes up while the command waits (its first pause)."""
+    data = tmp_path / "gw"
+    data.mkdir()
+    main(["--data", str(data), "id"])
+    capsys.readouterr()
+    holder = DiskStore(data)  # the starting gateway's lock
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    pauses: list[float] = []
+
+    def pause(seconds: float) -> None:
+        if not pauses:  # the gateway's socket comes up now
+            server.bind(str(data / SOCKET_FILE))
+            server.listen(1)
+            threading.Thread(target=_answer_once, args=(server, {"ok": True, "seq": 1}),
+                             daemon=True).start()
+        pauses.append(seconds)
+
+    monkeypatch.setattr(control.time, "sleep", pause)
+    try:
+        assert main(["--data", str(data), "publish", "hello"]) == 0
+    finally:
+        holder.close()
+        server.close()
+    assert len(pauses) == 1 and capsys.readouterr().out.strip() == "1"
+
+
+def test_a_gateway_that_never_listens_gets_one_line_naming_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = iter(range(0, 1000, 5))
+    monkeypatch.setattr(control.time, "monotonic", lambda: float(next(clock)))
+    monkeypatch.setattr(control.time, "sleep", lambda s: None)
+    with pytest.raises(ControlError, match="holds .* but has not answered .* for 15 s"):
+        control.request_holder(tmp_path, {"cmd": "status"})

@@ -1,0 +1,80 @@
+"""The compiled (mypyc) modules behave exactly like their sources, and a stale build is
+never used."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gateway import accel
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# every module of the list is loaded from where it should be, then a simulation runs
+RUN = ("import importlib, sys; from gateway.accel import MODULES; "
+       "from firmware_sim.runner import run_scenario; "
+       "from firmware_sim.scenario import load_scenario; "
+       "print(*(importlib.import_module(m[:-3].replace('/', '.')).__file__ for m in MODULES)); "
+       "run_scenario(load_scenario('grid-25').with_(duration=1200.0), sys.argv[1])")
+
+
+def _run(out: Path, pure: bool) -> list[str]:
+    env = dict(os.environ)
+    env.pop(accel.ENV_PURE, None)
+    if pure:
+        env[accel.ENV_PURE] = "1"
+    done = subprocess.run([sys.executable, "-c", RUN, str(out)], check=True, cwd=ROOT,
+                          env=env, timeout=300, capture_output=True, text=True)
+    return done.stdout.split()
+
+
+@pytest.mark.skipif(not accel.active(), reason="compiled modules not built or not current "
+                    "(make accel builds them)")
+def test_compiled_and_pure_simulations_write_the_same_capture(tmp_path: Path) -> None:
+    compiled = _run(tmp_path / "compiled.cbor", pure=False)
+    pure = _run(tmp_path / "pure.cbor", pure=True)
+    assert len(compiled) == len(pure) == len(accel.MODULES)
+    assert all(f.startswith(str(accel.ACCEL_DIR)) and f.endswith(".so") for f in compiled)
+    assert all(f.endswith(".py") for f in pure), pure
+    assert (tmp_path / "compiled.cbor").read_bytes() == (tmp_path / "pure.cbor").read_bytes()
+
+
+def test_a_build_whose_sources_changed_is_not_used(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(accel.ENV_PURE, raising=False)
+    monkeypatch.setattr(accel, "ACCEL_DIR", tmp_path)
+    digests = accel.source_digests()
+    manifest = {"cache_tag": sys.implementation.cache_tag, "sources": digests}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    assert accel._reason_not_current() is None
+
+    changed = dict(digests, **{accel.MODULES[0]: "0" * 64})
+    (tmp_path / "manifest.json").write_text(json.dumps(dict(manifest, sources=changed)))
+    reason = accel._reason_not_current()
+    assert reason is not None and accel.MODULES[0] in reason and "make accel" in reason
+
+    (tmp_path / "manifest.json").write_text(json.dumps(dict(manifest, cache_tag="other-1")))
+    assert "built for other-1" in (accel._reason_not_current() or "")
+
+    (tmp_path / "manifest.json").unlink()
+    assert "not built" in (accel._reason_not_current() or "")
+
+    monkeypatch.setenv(accel.ENV_PURE, "1")
+    assert accel.ENV_PURE in (accel._reason_not_current() or "")
+
+
+def test_pure_python_keeps_the_package_path_as_it_is(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    monkeypatch.setattr(accel, "active", lambda: False)
+    assert accel.extend(["/src/pkg"], "gateway.replication") == ["/src/pkg"]
+    monkeypatch.setattr(accel, "active", lambda: True)
+    monkeypatch.setattr(accel, "ACCEL_DIR", tmp_path)
+    (tmp_path / "gateway" / "replication").mkdir(parents=True)
+    assert accel.extend(["/src/pkg"], "gateway.replication") == [
+        str(tmp_path / "gateway" / "replication"), "/src/pkg"]
+    assert accel.extend(["/src/w"], "gateway.wire") == ["/src/w"]  # nothing compiled there
