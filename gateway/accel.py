@@ -36,6 +36,7 @@ ENV_PURE = "TINYSSB_PURE"
 # replace on a live node.
 MODULES: tuple[str, ...] = (
     "gateway/replication/admission.py",
+    "gateway/replication/events.py",
     "gateway/replication/faces.py",
     "gateway/replication/node.py",
     "gateway/replication/pacing.py",
@@ -47,6 +48,7 @@ MODULES: tuple[str, ...] = (
     "gateway/store/replica.py",
     "gateway/wire/crc.py",
     "gateway/wire/entry.py",
+    "gateway/wire/goset.py",
     "gateway/wire/want.py",
     "firmware_sim/background.py",
     "firmware_sim/channel.py",
