@@ -7,7 +7,7 @@ compiled. On import, the packages that hold those modules put ``build/accel/PACK
 front of their ``__path__`` (see :func:`extend`), but only when every source still
 matches the manifest: edit one of them and everything runs as plain Python again until
 the next ``make accel``. The compiled modules behave exactly like the sources (the
-simulator writes the same capture bytes either way; ``tests/simulator/test_accel.py``),
+simulator writes the same capture bytes either way; ``tests/sim/test_accel.py``),
 about 1.6 times faster. ``TINYSSB_PURE=1`` turns them off, e.g. to profile with cProfile,
 which does not see inside compiled functions. See docs/simulator.md, "Speed".
 """
@@ -22,7 +22,8 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["ACCEL_DIR", "ENV_PURE", "MODULES", "ROOT", "active", "extend", "source_digests"]
+__all__ = ["ACCEL_DIR", "ENV_PURE", "MODULES", "ROOT", "active", "build_problem", "extend",
+           "source_digests"]
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +63,9 @@ def source_digests(root: Path = ROOT) -> dict[str, str]:
     return {rel: hashlib.sha256((root / rel).read_bytes()).hexdigest() for rel in MODULES}
 
 
-def _reason_not_current() -> str | None:
-    """Why the compiled build cannot be used, or None when it can."""
-    if os.environ.get(ENV_PURE):
-        return f"{ENV_PURE} is set"
+def build_problem() -> str | None:
+    """What is wrong with the compiled build (missing, for another Python, older than a
+    source), or None when it matches the sources."""
     try:
         manifest = json.loads((ACCEL_DIR / "manifest.json").read_text())
     except FileNotFoundError:
@@ -89,7 +89,7 @@ def _reason_not_current() -> str | None:
 @functools.cache
 def active() -> bool:
     """True when the compiled modules are current and in use in this process."""
-    reason = _reason_not_current()
+    reason = f"{ENV_PURE} is set" if os.environ.get(ENV_PURE) else build_problem()
     if reason is not None:
         log.debug("compiled modules not used: %s; running plain Python", reason)
         return False

@@ -23,16 +23,7 @@ from pathlib import Path
 os.environ["TINYSSB_PURE"] = "1"  # this process compiles the sources, it never runs them
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gateway.accel import ACCEL_DIR, MODULES, ROOT, source_digests
-
-
-def current() -> bool:
-    try:
-        manifest = json.loads((ACCEL_DIR / "manifest.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return (manifest.get("cache_tag") == sys.implementation.cache_tag
-            and manifest.get("sources") == source_digests())
+from gateway.accel import ACCEL_DIR, MODULES, ROOT, build_problem, source_digests
 
 
 def build() -> float:
@@ -73,7 +64,7 @@ def main() -> int:
     ap.add_argument("--optional", action="store_true",
                     help="a failed build is a warning (plain Python is used), not an error")
     args = ap.parse_args()
-    if not args.force and current():
+    if not args.force and build_problem() is None:
         print(f"compiled modules up to date ({ACCEL_DIR.relative_to(ROOT)})")
         return 0
     print(f"compiling {len(MODULES)} modules with mypyc into "

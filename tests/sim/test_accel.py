@@ -51,21 +51,18 @@ def test_a_build_whose_sources_changed_is_not_used(tmp_path: Path,
     digests = accel.source_digests()
     manifest = {"cache_tag": sys.implementation.cache_tag, "sources": digests}
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
-    assert accel._reason_not_current() is None
+    assert accel.build_problem() is None
 
     changed = dict(digests, **{accel.MODULES[0]: "0" * 64})
     (tmp_path / "manifest.json").write_text(json.dumps(dict(manifest, sources=changed)))
-    reason = accel._reason_not_current()
+    reason = accel.build_problem()
     assert reason is not None and accel.MODULES[0] in reason and "make accel" in reason
 
     (tmp_path / "manifest.json").write_text(json.dumps(dict(manifest, cache_tag="other-1")))
-    assert "built for other-1" in (accel._reason_not_current() or "")
+    assert "built for other-1" in (accel.build_problem() or "")
 
     (tmp_path / "manifest.json").unlink()
-    assert "not built" in (accel._reason_not_current() or "")
-
-    monkeypatch.setenv(accel.ENV_PURE, "1")
-    assert accel.ENV_PURE in (accel._reason_not_current() or "")
+    assert "not built" in (accel.build_problem() or "")
 
 
 def test_pure_python_keeps_the_package_path_as_it_is(monkeypatch: pytest.MonkeyPatch,
@@ -78,3 +75,12 @@ def test_pure_python_keeps_the_package_path_as_it_is(monkeypatch: pytest.MonkeyP
     assert accel.extend(["/src/pkg"], "gateway.replication") == [
         str(tmp_path / "gateway" / "replication"), "/src/pkg"]
     assert accel.extend(["/src/w"], "gateway.wire") == ["/src/w"]  # nothing compiled there
+
+
+def test_tinyssb_pure_turns_the_compiled_modules_off() -> None:
+    code = ("import gateway.accel as a, gateway.replication.node as n; "
+            "print(a.active(), n.__file__.endswith('.py'))")
+    done = subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=60,
+                          env=dict(os.environ, **{accel.ENV_PURE: "1"}),
+                          capture_output=True, text=True)
+    assert done.stdout.split() == ["False", "True"]
