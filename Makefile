@@ -18,9 +18,9 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP) accel
 
-# compile the Node's and the simulator's hot modules with mypyc into build/accel/ (about
-# a minute, once; nothing when current); without a C compiler everything runs as plain
-# Python, slower (gateway/accel.py)
+# compile the Node's and the simulator's hot modules with mypyc into build/accel/
+# (30-40 s, once; nothing when current); without a C compiler everything runs as
+# plain Python, slower (gateway/accel.py)
 accel: $(STAMP)
 	@$(BIN)/python scripts/build_accel.py --optional
 

@@ -68,7 +68,7 @@ def main() -> int:
         print(f"compiled modules up to date ({ACCEL_DIR.relative_to(ROOT)})")
         return 0
     print(f"compiling {len(MODULES)} modules with mypyc into "
-          f"{ACCEL_DIR.relative_to(ROOT)} (about a minute) ...", flush=True)
+          f"{ACCEL_DIR.relative_to(ROOT)} (30-40 s) ...", flush=True)
     try:
         took = build()
     except (Exception, SystemExit) as exc:  # noqa: BLE001 (mypyc, setuptools and the compiler fail in many ways; each is one line)
