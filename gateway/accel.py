@@ -22,7 +22,7 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["ACCEL_DIR", "ENV_PURE", "MODULES", "ROOT", "active", "build_problem", "extend",
+__all__ = ["ACCEL_DIR", "ENV_PURE", "LAYOUT", "MODULES", "ROOT", "active", "build_problem", "extend",
            "source_digests"]
 
 log = logging.getLogger(__name__)
@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[1]
 ACCEL_DIR = ROOT / "build" / "accel"
 ENV_PURE = "TINYSSB_PURE"
+LAYOUT = 2  # of build/accel, as scripts/build_accel.py writes it (2: shared library in lib/)
 
 # Paths relative to ROOT. Compiled classes cannot be subclassed by interpreted ones
 # (FeedStore says it may be) nor have their methods replaced, so the stores' backends
@@ -72,6 +73,8 @@ def build_problem() -> str | None:
         return "not built (make accel builds it)"
     except (OSError, ValueError) as exc:
         return f"unreadable manifest ({exc})"
+    if manifest.get("layout") != LAYOUT:
+        return "made by an older build script (make accel rebuilds it)"
     if manifest.get("cache_tag") != sys.implementation.cache_tag:
         return f"built for {manifest.get('cache_tag')}, this is {sys.implementation.cache_tag}"
     try:
@@ -93,10 +96,12 @@ def active() -> bool:
     if reason is not None:
         log.debug("compiled modules not used: %s; running plain Python", reason)
         return False
-    # the modules' shared runtime library is a top-level module of the build directory
-    # (appended: the packages themselves still come from the sources)
-    if str(ACCEL_DIR) not in sys.path:
-        sys.path.append(str(ACCEL_DIR))
+    # the modules' shared runtime library is a top-level module, alone in lib/ (the
+    # build directory itself on sys.path would shadow the packages of an installed
+    # checkout with namespace packages of its compiled files)
+    lib = str(ACCEL_DIR / "lib")
+    if lib not in sys.path:
+        sys.path.append(lib)
     log.debug("using the compiled modules in %s", ACCEL_DIR)
     return True
 

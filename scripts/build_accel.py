@@ -23,7 +23,7 @@ from pathlib import Path
 os.environ["TINYSSB_PURE"] = "1"  # this process compiles the sources, it never runs them
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gateway.accel import ACCEL_DIR, MODULES, ROOT, build_problem, source_digests
+from gateway.accel import ACCEL_DIR, LAYOUT, MODULES, ROOT, build_problem, source_digests
 
 
 def build() -> float:
@@ -46,8 +46,15 @@ def build() -> float:
                             "--parallel", str(os.cpu_count() or 1)]
         dist.parse_command_line()
         dist.run_commands()
+        # the shared runtime library is a top-level module: it goes to lib/, the one
+        # directory put on sys.path (build/accel itself would make its package folders
+        # look like namespace packages to imports outside the checkout)
+        lib = stage / "lib"
+        lib.mkdir()
+        for shared in stage.glob("*__mypyc*"):
+            shared.rename(lib / shared.name)
         (stage / "manifest.json").write_text(json.dumps(
-            {"cache_tag": sys.implementation.cache_tag, "python": sys.version,
+            {"layout": LAYOUT, "cache_tag": sys.implementation.cache_tag, "python": sys.version,
              "sources": digests}, indent=1) + "\n")
         old = work / "old"
         if ACCEL_DIR.exists():

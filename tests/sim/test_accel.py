@@ -49,7 +49,8 @@ def test_a_build_whose_sources_changed_is_not_used(tmp_path: Path,
     monkeypatch.delenv(accel.ENV_PURE, raising=False)
     monkeypatch.setattr(accel, "ACCEL_DIR", tmp_path)
     digests = accel.source_digests()
-    manifest = {"cache_tag": sys.implementation.cache_tag, "sources": digests}
+    manifest = {"layout": accel.LAYOUT, "cache_tag": sys.implementation.cache_tag,
+                "sources": digests}
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     assert accel.build_problem() is None
 
@@ -60,6 +61,9 @@ def test_a_build_whose_sources_changed_is_not_used(tmp_path: Path,
 
     (tmp_path / "manifest.json").write_text(json.dumps(dict(manifest, cache_tag="other-1")))
     assert "built for other-1" in (accel.build_problem() or "")
+
+    (tmp_path / "manifest.json").write_text(json.dumps(dict(manifest, layout=1)))
+    assert "older build script" in (accel.build_problem() or "")
 
     (tmp_path / "manifest.json").unlink()
     assert "not built" in (accel.build_problem() or "")
@@ -84,3 +88,16 @@ def test_tinyssb_pure_turns_the_compiled_modules_off() -> None:
                           env=dict(os.environ, **{accel.ENV_PURE: "1"}),
                           capture_output=True, text=True)
     assert done.stdout.split() == ["False", "True"]
+
+
+def test_packages_come_from_the_checkout_when_it_is_not_on_the_path(tmp_path: Path) -> None:
+    """As the `tinyssb` command runs: outside the checkout, through the editable install.
+    The compiled build once put its own directory on sys.path, and `firmware_sim`
+    became a namespace package of compiled files there, without its scenarios."""
+    code = ("from gateway.cli import main; import firmware_sim; "
+            "from firmware_sim.scenario import shipped_scenarios; "
+            "print(firmware_sim.__file__, 'city-100' in shipped_scenarios())")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path, env=env,
+                          timeout=60, capture_output=True, text=True)
+    assert done.stdout.split() == [str(ROOT / "firmware_sim" / "__init__.py"), "True"]
