@@ -81,8 +81,10 @@ def build_problem() -> str | None:
         digests = source_digests()
     except OSError as exc:
         return f"a source is unreadable ({exc})"
-    changed = sorted(rel for rel, digest in digests.items()
-                     if manifest.get("sources", {}).get(rel) != digest)
+    built = manifest.get("sources", {})
+    if set(built) != set(digests):
+        return "built from another list of modules (make accel rebuilds it)"
+    changed = sorted(rel for rel, digest in digests.items() if built[rel] != digest)
     if changed:
         return (f"{', '.join(changed)} changed since the build "
                 "(make accel rebuilds it)")
