@@ -19,8 +19,7 @@ from .cli_verify import add_verify_command
 from .errors import EXIT_USER_ERROR, UserError
 from .logsetup import setup_logging
 from .render import render_content
-from .runtime.control import ControlError
-from .runtime.control import request_holder as control_request
+from .runtime.control import ControlError, request_holder
 from .store import DiskStore, FeedStore, StoreError
 from .store.disk import StoreLockedError
 from .store.keys import KEY_FILE, load_key, load_or_create_key
@@ -126,8 +125,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
     except StoreLockedError:
         # a gateway runs on this data directory: it publishes for us
         try:
-            answer = control_request(root, {"cmd": "publish",
-                                            "content": base64.b64encode(content).decode()})
+            answer = request_holder(root, {"cmd": "publish",
+                                           "content": base64.b64encode(content).decode()})
         except ControlError as exc:
             raise UserError(str(exc)) from None
         _print_published(args, answer["seq"], key.fid, len(content), via_gateway=True)
