@@ -22,11 +22,16 @@ from pyspark.sql import SparkSession
 from .jvm_output import JvmOutput
 
 __all__ = ["DEFAULT_MASTER", "SparkStartError", "build_session", "check_master", "parse_conf",
-           "stop_quietly"]
+           "session_defaults", "stop_quietly"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MASTER = "local[*]"
+
+# the driver JVM's options for a local master, unless ``spark.driver.defaultJavaOptions``
+# is given
+LOCAL_JAVA_OPTIONS = "-XX:+UseParallelGC"
+_GC_OPTION = re.compile(r"-XX:\+Use\w+GC\b")
 
 # what a local analysis wants unless told otherwise; ``--conf`` overrides each
 DEFAULTS: tuple[tuple[str, str], ...] = (
@@ -133,6 +138,27 @@ def _under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
+def session_defaults(master: str | None, given: dict[str, str]) -> list[tuple[str, str]]:
+    """The settings :func:`build_session` adds for ``master`` to the ``given`` ones
+    (outside spark-submit): those not given already."""
+    defaults = [*DEFAULTS, ("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())]
+    if (master or DEFAULT_MASTER).startswith("local"):
+        # a few shuffle partitions per core: 200 tiny ones cost more than they split
+        defaults.append(("spark.sql.shuffle.partitions", str(2 * _local_cores(master))))
+        # the records split into at least four tasks per core (Spark's default, one
+        # per core, packs whole run files into a few uneven tasks: on two cores the
+        # last big one ran alone for seconds); a split stays at most 128 MB
+        defaults.append(("spark.sql.files.minPartitionNum", str(4 * _local_cores(master))))
+        # the throughput collector: G1's concurrent work competes with the two task
+        # threads and the JIT compilers on a small machine (10M-record bench on two
+        # cores: 15.2-15.9 s instead of 18.2 s, 26 s of JVM CPU instead of 31 s);
+        # ``spark.driver.extraJavaOptions`` still adds to it; a collector chosen there
+        # replaces it (the JVM refuses to start with two)
+        if not _GC_OPTION.search(given.get("spark.driver.extraJavaOptions", "")):
+            defaults.append(("spark.driver.defaultJavaOptions", LOCAL_JAVA_OPTIONS))
+    return [(key, value) for key, value in defaults if key not in given]
+
+
 def build_session(master: str | None = None, conf: Sequence[tuple[str, str]] = (),
                   app_name: str = "tinyssb-analyze", log_level: str = "WARN") -> SparkSession:
     """A session for ``master`` (None: spark-submit's, or ``local[*]`` outside it)."""
@@ -143,17 +169,8 @@ def build_session(master: str | None = None, conf: Sequence[tuple[str, str]] = (
         builder = builder.master(DEFAULT_MASTER)
     given = dict(conf)
     if not _under_spark_submit():
-        defaults = [*DEFAULTS, ("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())]
-        if (master or DEFAULT_MASTER).startswith("local"):
-            # a few shuffle partitions per core: 200 tiny ones cost more than they split
-            defaults.append(("spark.sql.shuffle.partitions", str(2 * _local_cores(master))))
-            # the records split into at least four tasks per core (Spark's default, one
-            # per core, packs whole run files into a few uneven tasks: on two cores the
-            # last big one ran alone for seconds); a split stays at most 128 MB
-            defaults.append(("spark.sql.files.minPartitionNum", str(4 * _local_cores(master))))
-        for key, value in defaults:
-            if key not in given:
-                builder = builder.config(key, value)
+        for key, value in session_defaults(master, given):
+            builder = builder.config(key, value)
     for key, value in conf:
         builder = builder.config(key, value)
     jvm = JvmOutput()

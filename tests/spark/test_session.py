@@ -11,7 +11,13 @@ import pytest
 from pyspark.sql import SparkSession
 
 from spark.jvm_output import JvmOutput
-from spark.session import _local_cores, _quiet_interrupts, build_session, parse_conf
+from spark.session import (
+    _local_cores,
+    _quiet_interrupts,
+    build_session,
+    parse_conf,
+    session_defaults,
+)
 
 from .conftest import TEST_CONF
 
@@ -37,6 +43,24 @@ def test_the_suite_shares_one_small_session(spark: SparkSession) -> None:
     assert spark.conf.get("spark.sql.files.minPartitionNum") == "8"  # 4 per local core
     assert spark.conf.get("spark.ui.enabled") == "false"
     assert build_session("local[2]", TEST_CONF) is spark  # getOrCreate: the same session
+
+
+def test_a_local_driver_runs_the_throughput_collector(spark: SparkSession) -> None:
+    beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory  # type: ignore[union-attr]
+    names = {b.getName() for b in beans.getGarbageCollectorMXBeans()}
+    assert names == {"PS Scavenge", "PS MarkSweep"}
+
+
+def test_a_collector_the_user_names_replaces_the_default_one() -> None:
+    def java_options(given: dict[str, str], master: str = "local[2]") -> str | None:
+        return dict(session_defaults(master, given)).get("spark.driver.defaultJavaOptions")
+
+    assert java_options({}) == "-XX:+UseParallelGC"
+    assert java_options({"spark.driver.extraJavaOptions": "-Dx=1"}) == "-XX:+UseParallelGC"
+    # two collectors and the JVM would not start
+    assert java_options({"spark.driver.extraJavaOptions": "-Dx=1 -XX:+UseG1GC"}) is None
+    assert java_options({"spark.driver.defaultJavaOptions": "-Xss4m"}) is None  # given: kept
+    assert java_options({}, "spark://127.0.0.1:7077") is None  # a cluster's drivers decide
 
 
 def test_jvm_output_stays_off_the_terminal_but_the_stage_bar_and_the_reason_do_not(
