@@ -34,10 +34,10 @@ LAYOUT = 2  # of build/accel, as scripts/build_accel.py writes it (2: shared lib
 
 # Paths relative to ROOT. Compiled classes cannot be subclassed by interpreted ones
 # (FeedStore says it may be) nor have their methods replaced, so the stores' backends
-# (memory.py, disk.py) stay out, and so does the GOSET engine, whose methods tests
-# replace on a live node.
+# (memory.py, disk.py), whose classes tests patch, stay out.
 MODULES: tuple[str, ...] = (
     "gateway/replication/admission.py",
+    "gateway/replication/goset.py",
     "gateway/replication/events.py",
     "gateway/replication/faces.py",
     "gateway/replication/node.py",
