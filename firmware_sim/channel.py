@@ -162,6 +162,19 @@ class Transmission:
     noticed: list[tuple[int, float]] = field(default_factory=list)  # (receiver, dBm):
     # see finish()
 
+    # written out: the generated one runs as plain Python even in the compiled build,
+    # and this class is made per frame
+    def __init__(self, sender: int, frame: bytes, start: float, end: float, key: ChannelKey,
+                 power: dict[int, float] | None = None,
+                 noticed: list[tuple[int, float]] | None = None) -> None:
+        self.sender = sender
+        self.frame = frame
+        self.start = start
+        self.end = end
+        self.key = key
+        self.power = {} if power is None else power
+        self.noticed = [] if noticed is None else noticed
+
     @property
     def airtime(self) -> float:
         return self.end - self.start

@@ -56,6 +56,7 @@ MODULES: tuple[str, ...] = (
     "firmware_sim/channel.py",
     "firmware_sim/engine.py",
     "firmware_sim/phy.py",
+    "firmware_sim/summary.py",
 )
 
 

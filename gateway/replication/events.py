@@ -95,6 +95,19 @@ class RxReport:
     stored: list[Stored] = field(default_factory=list)
     answers: int = 0  # packets queued in reply
 
+    # written out: the generated one runs as plain Python even in the compiled build,
+    # and this class is made per frame
+    def __init__(self, kind: FrameKind, drop: Drop | None = None, fid: bytes | None = None,
+                 seq: int | None = None, cnr: int | None = None,
+                 stored: list[Stored] | None = None, answers: int = 0) -> None:
+        self.kind = kind
+        self.drop = drop
+        self.fid = fid
+        self.seq = seq
+        self.cnr = cnr
+        self.stored = [] if stored is None else stored
+        self.answers = answers
+
 
 @dataclass(slots=True, frozen=True)
 class Outgoing:

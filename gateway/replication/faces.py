@@ -182,6 +182,19 @@ class Queued:
     seq: int | None = None
     cnr: int | None = None
 
+    # written out: the generated one runs as plain Python even in the compiled build,
+    # and this class is made per frame
+    def __init__(self, packet: bytes, priority: Priority, kind: FrameKind,
+                 supersede: str | None = None, fid: bytes | None = None,
+                 seq: int | None = None, cnr: int | None = None) -> None:
+        self.packet = packet
+        self.priority = priority
+        self.kind = kind
+        self.supersede = supersede
+        self.fid = fid
+        self.seq = seq
+        self.cnr = cnr
+
 
 @dataclass(slots=True)
 class SendQueue:

@@ -37,6 +37,20 @@ class Relay:
     cnr: int | None = None
     answer: bool = False  # asked for by a WANT/CHNK (else pushed unasked)
 
+    # written out: the generated one runs as plain Python even in the compiled build,
+    # and this class is made per frame
+    def __init__(self, packet: bytes, kind: FrameKind, due: float, heard: int,
+                 fid: bytes | None = None, seq: int | None = None, cnr: int | None = None,
+                 answer: bool = False) -> None:
+        self.packet = packet
+        self.kind = kind
+        self.due = due
+        self.heard = heard
+        self.fid = fid
+        self.seq = seq
+        self.cnr = cnr
+        self.answer = answer
+
 
 class RelayQueue:
     """The packets one face will relay, unless enough copies are overheard first.
