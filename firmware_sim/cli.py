@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -177,6 +178,19 @@ def _warn_size(scenario: Scenario, out: Path) -> None:
 
 # --- sim dongle -----------------------------------------------------------------------
 
+def _interrupt_on_stop_signals() -> None:
+    """Ctrl-C and SIGTERM (how a service manager or ``kill`` stops it) both end the
+    real-time mesh cleanly, whatever the process inherited: a shell starts background
+    commands with SIGINT ignored, and the mesh then ran on until killed, its capture left
+    unfinished."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, interrupt)
+        signal.signal(signal.SIGTERM, interrupt)
+
+
 def cmd_dongle(args: argparse.Namespace) -> int:
     scenario = _scenario(args)
     spec = next((n for n in scenario.nodes if n.name == args.node), None)
@@ -202,6 +216,7 @@ def cmd_dongle(args: argparse.Namespace) -> int:
         sinks.abort()
         raise _user_error(str(exc)) from None
     stop = threading.Event()
+    _interrupt_on_stop_signals()
     with bridge:
         print(f"simulated dongle for node {spec.name} ({radio.profile}): {bridge.path}",
               flush=True)

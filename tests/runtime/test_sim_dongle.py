@@ -70,3 +70,34 @@ def test_a_gateway_process_receives_the_mesh_feeds_through_the_simulated_dongle(
     log = (tmp_path / "gw.log").read_text()
     assert "configured: 868.3000 MHz, 500 kHz, SF7" in log
     assert (tmp_path / "gw.cbor").exists()
+
+
+def _ignore_sigint() -> None:
+    # what a non-interactive shell does to the commands it starts in the background
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def test_the_mesh_stops_on_ctrl_c_or_sigterm_whatever_it_inherited(tmp_path: Path) -> None:
+    """The mesh ends cleanly (capture finished, summary printed, exit 0) on SIGINT even
+    when started with SIGINT ignored, and on SIGTERM, as a service manager stops it."""
+    scenario = tmp_path / "mesh.toml"
+    scenario.write_text(SCENARIO.replace('duration = "3m"', 'duration = "1h"'))
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        out = tmp_path / f"mesh-{sig.name}.cbor"
+        mesh = subprocess.Popen(
+            [sys.executable, "-m", "gateway.cli", "sim", "dongle", str(scenario), "--node",
+             "n1", "--out", str(out)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            preexec_fn=_ignore_sigint)  # noqa: PLW1509 - the child runs no threads yet
+        try:
+            assert mesh.stdout is not None
+            assert "simulated dongle for node n1" in mesh.stdout.readline()
+            mesh.send_signal(sig)
+            said, _ = mesh.communicate(timeout=30)
+        finally:
+            if mesh.poll() is None:
+                mesh.kill()
+                mesh.wait()
+        assert mesh.returncode == 0, sig.name
+        assert "dongle: " in said
+        assert out.exists() and not out.with_name(out.name + ".part").exists()
