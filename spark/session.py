@@ -151,7 +151,7 @@ def session_defaults(master: str | None, given: dict[str, str]) -> list[tuple[st
         defaults.append(("spark.sql.files.minPartitionNum", str(4 * _local_cores(master))))
         # the throughput collector: G1's concurrent work competes with the two task
         # threads and the JIT compilers on a small machine (10M-record bench on two
-        # cores: 15.2-15.9 s instead of 18.2 s, 26 s of JVM CPU instead of 31 s);
+        # cores, in turn: 16.3 and 16.5 s against 17.0 and 17.5 s, 7 % less JVM CPU);
         # ``spark.driver.extraJavaOptions`` still adds to it; a collector chosen there
         # replaces it (the JVM refuses to start with two)
         if not _GC_OPTION.search(given.get("spark.driver.extraJavaOptions", "")):

@@ -65,7 +65,8 @@ class _SilentAfterTwoClaims(dict[str, SendFn]):
 def _silence_after_two_claims(gateway: Gateway) -> list[bytes]:
     """Let the peer's full claim and its first help claim out, then nothing at all."""
     sends = _SilentAfterTwoClaims(gateway)
-    sends.update(gateway._sends)
+    for face, send in gateway._sends.items():  # (update() would bypass __setitem__)
+        sends[face] = send
     gateway._sends = sends
     return sends.sent
 
