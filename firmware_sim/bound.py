@@ -20,6 +20,7 @@ policy can only approach it.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -29,10 +30,10 @@ import networkx as nx
 from gateway.wire.crc import CRC_LEN
 from gateway.wire.entry import PACKET_LEN, build_chain20
 
-from .channel import LoRaChannel
+from .channel import LoRaChannel, shadow_levels
 from .scenario import Scenario
 
-__all__ = ["AirtimeBound", "greedy_cds", "lower_bound"]
+__all__ = ["AirtimeBound", "Headroom", "greedy_cds", "lower_bound", "receive_headroom"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -124,3 +125,73 @@ def lower_bound(scenario: Scenario, published: Iterable[tuple[str, int]]
         items += n_items
         broadcasts += n_items * per_author[author]
     return AirtimeBound(broadcasts * frame, items, broadcasts, frame)
+
+
+# --- receive headroom -------------------------------------------------------------------
+
+@dataclass(slots=True, frozen=True)
+class Headroom:
+    """How much of the content each LoRa node could hear at most, as a multiple of what it
+    must receive (items published by others over the run)."""
+
+    ratios: dict[str, float]  # node -> airtime it could hear / airtime of others' items
+
+    @property
+    def tightest(self) -> tuple[str, float]:
+        """The node with the least headroom, and its ratio."""
+        node = min(self.ratios, key=lambda n: (self.ratios[n], n))
+        return node, self.ratios[node]
+
+    @property
+    def short(self) -> list[str]:
+        """The nodes that cannot receive everything, whatever the policy (ratio < 1)."""
+        return sorted(n for n, r in self.ratios.items() if r < 1.0)
+
+
+def _decode_share(median_dbm: float, sensitivity_dbm: float, sigma_db: float) -> float:
+    """The share of the channel's shadowing draws that lift a frame to the sensitivity."""
+    if sigma_db == 0:
+        return 1.0 if median_dbm >= sensitivity_dbm else 0.0
+    levels = shadow_levels()
+    need = (sensitivity_dbm - median_dbm) / sigma_db
+    return sum(1 for z in levels if z >= need) / len(levels)
+
+
+def receive_headroom(scenario: Scenario, published: Iterable[tuple[str, int]]
+                     ) -> Headroom | None:
+    """Per LoRa node: the most airtime its neighbours could put on the air for it during
+    the run (each sending its whole duty budget in every duty-cycle window the run
+    touches, every frame decoded wherever the
+    channel's shadowing lets it reach the sensitivity: no collisions, no half-duplex)
+    over the airtime of the items others publish. Below 1 no policy can deliver every
+    item to that node within the run; above it the answer depends on the policy. Nodes
+    with a BLE or IP link are left out (those links cost no airtime). None without LoRa
+    nodes or publications."""
+    frame = scenario.radio.params.airtime(PACKET_LEN + CRC_LEN)
+    content: dict[str, float] = {}  # author -> airtime of its items
+    for author, size in published:
+        content[author] = content.get(author, 0.0) + frame * (1 + len(build_chain20(bytes(size))[1]))
+    total = sum(content.values())
+    lora = [n for n in scenario.nodes if "lora" in n.radios]
+    wired = {name for link in _free_links(scenario) for name in link}
+    if not lora or total == 0:
+        return None
+    channel = LoRaChannel(scenario.radio.path_loss, random.Random(0))
+    index = {n.name: channel.add_radio(n.name, n.x, n.y, scenario.radio.params) for n in lora}
+    sigma = scenario.radio.path_loss.sigma_db
+    # the most one radio may send in the run: the duty cycle holds in every window, and
+    # ceil(duration / window) windows cover the run
+    window = scenario.radio.duty_window
+    budget = scenario.radio.duty_cycle * window * math.ceil(scenario.duration / window)
+    ratios: dict[str, float] = {}
+    for v in lora:
+        need = total - content.get(v.name, 0.0)
+        if v.name in wired or need <= 0:
+            continue
+        rv = channel.radios[index[v.name]]
+        hear = sum(budget * _decode_share(channel.median_rssi(index[u.name], index[v.name]),
+                                          rv.sensitivity, sigma)
+                   for u in lora if u.name != v.name
+                   and channel.radios[index[u.name]].key == rv.key)
+        ratios[v.name] = hear / need
+    return Headroom(ratios) if ratios else None

@@ -17,7 +17,7 @@ from gateway.capture import CaptureWriter, Direction, Record
 from gateway.replication.policy import preset
 
 from .background import BackgroundSinks
-from .bound import lower_bound
+from .bound import lower_bound, receive_headroom
 from .engine import (
     CAPTURE_BUFFER,
     FieldWriter,
@@ -153,11 +153,17 @@ def build(scenario: Scenario, *, seed: int | None = None, policy: str | None = N
 def capture_meta(scenario: Scenario, seed: int, policy: str) -> dict[str, Any]:
     """The free keys of the capture header."""
     p = scenario.radio.params
-    bound = lower_bound(scenario, ((p.author, p.size) for p in publications(scenario, seed)))
+    published = [(p.author, p.size) for p in publications(scenario, seed)]
+    bound = lower_bound(scenario, published)
     extra: dict[str, Any] = {}
     if bound is not None:
         extra = {"airtime_lower_bound_s": round(bound.seconds, 6),
                  "lower_bound_broadcasts": bound.broadcasts, "lower_bound_items": bound.items}
+    headroom = receive_headroom(scenario, published)
+    if headroom is not None:
+        node, ratio = headroom.tightest
+        extra |= {"receive_headroom": round(ratio, 4), "receive_headroom_node": node,
+                  "receive_short": headroom.short}
     return {**extra, "scenario": scenario.name, "seed": seed, "policy": policy,
             "profile": scenario.radio.profile, "sf": p.sf, "bandwidth_hz": p.bandwidth_hz,
             "frequency_hz": p.frequency_hz, "tx_power_dbm": p.tx_power_dbm,

@@ -241,6 +241,15 @@ def format_summary(s: Summary) -> str:
                      f"broadcasts of {m.get('lower_bound_items')} items, docs/simulator.md); "
                      f"this run spent {total_air / bound:.1f}x that: efficiency "
                      f"{bound / total_air:.1%}")
+    headroom = m.get("receive_headroom")
+    if headroom is not None:
+        short = m.get("receive_short") or []
+        lines.append(f"receive headroom: {m.get('receive_headroom_node')}, the tightest node, "
+                     f"could hear at most {headroom:.1f}x the airtime of the items it must "
+                     "receive (docs/simulator.md); "
+                     + (f"{len(short)} cannot receive every item, whatever the policy: "
+                        + ", ".join(short[:10]) + (" ..." if len(short) > 10 else "")
+                        if short else "every node could"))
     lines.append("")
     lines.append(f"frames received: {s.rx_frames}; collisions: {s.collisions}")
     if s.drops:
