@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import random
+from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -152,18 +153,17 @@ def _decode_share(median_dbm: float, sensitivity_dbm: float, sigma_db: float) ->
     """The share of the channel's shadowing draws that lift a frame to the sensitivity."""
     if sigma_db == 0:
         return 1.0 if median_dbm >= sensitivity_dbm else 0.0
-    levels = shadow_levels()
-    need = (sensitivity_dbm - median_dbm) / sigma_db
-    return sum(1 for z in levels if z >= need) / len(levels)
+    levels = shadow_levels()  # ascending
+    return 1.0 - bisect_left(levels, (sensitivity_dbm - median_dbm) / sigma_db) / len(levels)
 
 
 def receive_headroom(scenario: Scenario, published: Iterable[tuple[str, int]]
                      ) -> Headroom | None:
     """Per LoRa node: the most airtime its neighbours could put on the air for it during
     the run (each sending its whole duty budget in every duty-cycle window the run
-    touches, every frame decoded wherever the
-    channel's shadowing lets it reach the sensitivity: no collisions, no half-duplex)
-    over the airtime of the items others publish. Below 1 no policy can deliver every
+    touches, every frame decoded wherever the channel's shadowing lets it reach the
+    sensitivity: no collisions, no half-duplex) over the airtime of the items others
+    publish. Below 1 no policy can deliver every
     item to that node within the run; above it the answer depends on the policy. Nodes
     with a BLE or IP link are left out (those links cost no airtime). None without LoRa
     nodes or publications."""
