@@ -67,18 +67,28 @@ def greedy_cds(graph: nx.Graph, root: str) -> set[str]:
     return chosen
 
 
-def _lora_graph(scenario: Scenario) -> nx.Graph:
+def _lora_channel(scenario: Scenario) -> tuple[LoRaChannel, dict[str, int]]:
+    """The scenario's LoRa radios on a channel model of their own (no run's draws), and
+    each node's radio index."""
     channel = LoRaChannel(scenario.radio.path_loss, random.Random(0))
-    lora = [n for n in scenario.nodes if "lora" in n.radios]
     index = {n.name: channel.add_radio(n.name, n.x, n.y, scenario.radio.params)
-             for n in lora}
+             for n in scenario.nodes if "lora" in n.radios}
+    return channel, index
+
+
+def _items(size: int) -> int:
+    """Items of one publication of ``size`` bytes: the entry and its side-chain chunks."""
+    return 1 + len(build_chain20(bytes(size))[1])
+
+
+def _lora_graph(scenario: Scenario) -> nx.Graph:
+    channel, index = _lora_channel(scenario)
     g = nx.Graph()
     g.add_nodes_from(index)
-    for a in lora:
-        for b in lora:
-            if a.name < b.name and channel.reachable(index[a.name], index[b.name]) \
-                    and channel.reachable(index[b.name], index[a.name]):
-                g.add_edge(a.name, b.name)
+    for a, ia in index.items():
+        for b, ib in index.items():
+            if a < b and channel.reachable(ia, ib) and channel.reachable(ib, ia):
+                g.add_edge(a, b)
     return g
 
 
@@ -120,7 +130,7 @@ def lower_bound(scenario: Scenario, published: Iterable[tuple[str, int]]
     per_author: dict[str, int] = {}
     items = broadcasts = 0
     for author, size in published:
-        n_items = 1 + len(build_chain20(bytes(size))[1])
+        n_items = _items(size)
         if author not in per_author:
             per_author[author] = _broadcasts_from(author, lora, islands, reach)
         items += n_items
@@ -170,28 +180,24 @@ def receive_headroom(scenario: Scenario, published: Iterable[tuple[str, int]]
     frame = scenario.radio.params.airtime(PACKET_LEN + CRC_LEN)
     content: dict[str, float] = {}  # author -> airtime of its items
     for author, size in published:
-        content[author] = content.get(author, 0.0) + frame * (1 + len(build_chain20(bytes(size))[1]))
+        content[author] = content.get(author, 0.0) + frame * _items(size)
     total = sum(content.values())
-    lora = [n for n in scenario.nodes if "lora" in n.radios]
-    wired = {name for link in _free_links(scenario) for name in link}
-    if not lora or total == 0:
+    channel, index = _lora_channel(scenario)
+    if not index or total == 0:
         return None
-    channel = LoRaChannel(scenario.radio.path_loss, random.Random(0))
-    index = {n.name: channel.add_radio(n.name, n.x, n.y, scenario.radio.params) for n in lora}
+    wired = {name for link in _free_links(scenario) for name in link}
     sigma = scenario.radio.path_loss.sigma_db
     # the most one radio may send in the run: the duty cycle holds in every window, and
     # ceil(duration / window) windows cover the run
     window = scenario.radio.duty_window
     budget = scenario.radio.duty_cycle * window * math.ceil(scenario.duration / window)
     ratios: dict[str, float] = {}
-    for v in lora:
-        need = total - content.get(v.name, 0.0)
-        if v.name in wired or need <= 0:
+    for v, iv in index.items():
+        need = total - content.get(v, 0.0)
+        if v in wired or need <= 0:
             continue
-        rv = channel.radios[index[v.name]]
-        hear = sum(budget * _decode_share(channel.median_rssi(index[u.name], index[v.name]),
-                                          rv.sensitivity, sigma)
-                   for u in lora if u.name != v.name
-                   and channel.radios[index[u.name]].key == rv.key)
-        ratios[v.name] = hear / need
+        rv = channel.radios[iv]
+        hear = sum(budget * _decode_share(channel.median_rssi(iu, iv), rv.sensitivity, sigma)
+                   for iu in index.values() if iu != iv and channel.radios[iu].key == rv.key)
+        ratios[v] = hear / need
     return Headroom(ratios) if ratios else None
