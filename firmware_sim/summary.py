@@ -22,7 +22,7 @@ from typing import Any
 from gateway.capture import Direction, Record, read_capture
 from gateway.stats import percentile
 
-__all__ = ["Convergence", "Summary", "SummaryBuilder", "convergence", "format_summary",
+__all__ = ["ON_TIME_S", "Convergence", "Summary", "SummaryBuilder", "convergence", "format_summary",
            "summarize"]
 
 
@@ -35,6 +35,7 @@ class Convergence:
     nodes_complete: int  # nodes holding every published entry completely
     entries: int  # entries published
     held: int  # (node, entry) pairs complete
+    on_time: int  # ... of which complete within ON_TIME_S of the publication
     latencies: list[float] = field(default_factory=list)  # per entry complete everywhere:
     # time from its publication until the last node held it
 
@@ -43,6 +44,12 @@ class Convergence:
         """Share of (node, entry) pairs complete."""
         total = self.nodes * self.entries
         return self.held / total if total else 1.0
+
+    @property
+    def on_time_share(self) -> float:
+        """Share of (node, entry) pairs complete within ``ON_TIME_S`` of the publication."""
+        total = self.nodes * self.entries
+        return self.on_time / total if total else 1.0
 
 
 @dataclass(slots=True)
@@ -61,6 +68,10 @@ class Summary:
     def collisions(self) -> int:
         return self.drops.get("collision", 0)
 
+
+ON_TIME_S = 900.0
+"""A pair counts as on time when the node held the entry completely within this long of its
+publication: the p95 entry spread that issue 19 asks of city-100."""
 
 _DROP, _RX, _TX, _STORE = Direction.DROP, Direction.RX, Direction.TX, Direction.STORE
 
@@ -129,7 +140,7 @@ class SummaryBuilder:
 
     def convergence(self) -> Convergence:
         nodes = list(self.meta.get("nodes") or self._seen)
-        held_pairs = 0
+        held_pairs = on_time = 0
         done_at = 0.0
         complete_nodes = {n: True for n in nodes}
         latencies: list[float] = []
@@ -141,6 +152,8 @@ class SummaryBuilder:
                 if held is not None and held[0] >= items:
                     held_pairs += 1
                     last = max(last, held[1])
+                    if held[1] - t_pub <= ON_TIME_S:
+                        on_time += 1
                 else:
                     everywhere = False
                     complete_nodes[node] = False
@@ -151,7 +164,7 @@ class SummaryBuilder:
         last_pub = max((p[0] for p in self._published.values()), default=None)
         return Convergence(converged, done_at if converged else None, last_pub, len(nodes),
                            sum(complete_nodes.values()), len(self._published), held_pairs,
-                           latencies)
+                           on_time, latencies)
 
     def result(self) -> Summary:
         return Summary(self.meta, self.convergence(), self.tx_frames, self.tx_airtime,
@@ -191,7 +204,7 @@ def summary_json(s: Summary) -> dict[str, Any]:
         "converged": c.converged, "convergence_t": c.time,
         "last_publication_t": c.last_publication, "nodes": c.nodes,
         "nodes_complete": c.nodes_complete, "entries": c.entries, "held_pairs": c.held,
-        "share": c.share,
+        "share": c.share, "on_time_pairs": c.on_time, "on_time_share": c.on_time_share,
         "spread": ({"median": percentile(lat, 0.5), "p95": percentile(lat, 0.95),
                     "max": lat[-1], "entries": len(lat)} if lat else None),
         "tx": {kind: {"frames": s.tx_frames[kind], "airtime_s": s.tx_airtime.get(kind, 0.0),
@@ -220,6 +233,9 @@ def format_summary(s: Summary) -> str:
                      f"{percentile(lat, 0.5):.1f} s, p95 {percentile(lat, 0.95):.1f} s, "
                      f"max {lat[-1]:.1f} s "
                      f"over {len(lat)} of {c.entries} entries")
+    if c.entries and c.nodes:
+        lines.append(f"complete within {ON_TIME_S:.0f} s of publication: {c.on_time_share:.1%} "
+                     f"of (node, entry) pairs")
     lines.append("")
     lines.append(f"{'kind':<10} {'frames':>9} {'airtime s':>11} {'bytes':>11}")
     for kind in sorted(s.tx_frames, key=lambda k: (-s.tx_airtime.get(k, 0.0), k)):

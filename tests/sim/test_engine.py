@@ -11,7 +11,7 @@ import pytest
 from firmware_sim import phy
 from firmware_sim.engine import LORA_FACE, Simulation
 from firmware_sim.links import LinkKind, PointLink
-from firmware_sim.summary import SummaryBuilder, format_summary
+from firmware_sim.summary import ON_TIME_S, SummaryBuilder, format_summary, summary_json
 from gateway.capture import Direction, Record
 from gateway.replication import Event, NewEntry
 from gateway.wire.crc import add_crc
@@ -151,6 +151,24 @@ def test_summary_from_hand_made_records() -> None:
     assert s.rx_frames == 1 and s.collisions == 1
     table = format_summary(s)
     assert "converged: yes, at 9.5 s" in table and "collisions: 1" in table
+
+
+def test_summary_counts_pairs_complete_within_900_s() -> None:
+    """A node that completes an entry later than 900 s after its publication holds the pair,
+    but not on time; the summary line and the JSON say how many were."""
+    one, two = bytes(32), bytes([1]) * 32
+    b = SummaryBuilder()
+    b.write(Record(0.0, "simulator", Direction.META, meta={"nodes": ["a", "b"]}))
+    for fid, t in ((one, 10.0), (two, 20.0)):
+        b.write(Record(t, "a", Direction.STORE, kind="entry", feed=fid, seq=1))
+    b.write(Record(10.0 + ON_TIME_S, "b", Direction.STORE, "lora0", kind="entry", feed=one, seq=1))
+    b.write(Record(21.0 + ON_TIME_S, "b", Direction.STORE, "lora0", kind="entry", feed=two, seq=1))
+    s = b.result()
+    c = s.convergence
+    assert c.converged and c.held == 4 and c.on_time == 3 and c.on_time_share == 0.75
+    assert "complete within 900 s of publication: 75.0% of (node, entry) pairs" in (
+        format_summary(s))
+    assert summary_json(s)["on_time_pairs"] == 3
 
 
 class Echo:
