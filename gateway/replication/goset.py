@@ -114,6 +114,7 @@ class GosetSync:
         # ``goset_respond_holdoff``
         self._respond_at: float | None = None
         self._respond_claim = False  # the response includes our full claim
+        self._respond_insist = False  # ... even if neighbours said the same (a new node)
         self._added_at = float("-inf")  # when the set last grew
         self._respond_ok = float("-inf")  # no response round before this time
         # counters
@@ -342,14 +343,16 @@ class GosetSync:
             self._interval_end = now + period
             self._next_round = now  # a fixed-period round opens its period
 
-    def respond_soon(self, now: float, *, claim: bool = False) -> None:
+    def respond_soon(self, now: float, *, claim: bool = False, insist: bool = False) -> None:
         """A neighbour's set differs from ours: answer its pending claims (asks and
         helps) and, with ``claim``, send our full claim, in a while (keys in flight as
         novelties land meanwhile, and a difference that has gone sends nothing), at most
-        once per ``goset_respond_holdoff``; the Trickle interval stays."""
+        once per ``goset_respond_holdoff``; the Trickle interval stays. ``insist``: the
+        claim goes out even if neighbours said the same in this interval."""
         if self._interval_end is None:
             return
         self._respond_claim |= claim
+        self._respond_insist |= insist
         if self._respond_at is not None:
             return
         p = self.policy
@@ -370,19 +373,22 @@ class GosetSync:
             return []
         out: list[GosetOut] = []
         if self._respond_at is not None and now >= self._respond_at:
-            self._respond_at = None
             p = self.policy
-            if now - self._added_at < p.goset_respond_delay:
-                pass  # keys are still arriving: what differed may be on its way to both
-            elif self._respond_claim:
-                out = self._round()
+            quiet_at = self._added_at + p.goset_respond_delay
+            if now < quiet_at:
+                # keys are still arriving: what differed may be on its way to both; look
+                # again once they have stopped (not after the holdoff: nothing was settled)
+                self._respond_at = quiet_at
             else:
-                out = self._answer_pending()
-            self._respond_claim = False
-            # a difference that lasts gets the next response soon (a set far apart takes
-            # many asks and helps); one that had gone by itself, only after the holdoff
-            self._respond_ok = now + (2 * p.goset_interval_min if out
-                                      else p.goset_respond_holdoff)
+                self._respond_at = None
+                out = (self._round(insist=self._respond_insist) if self._respond_claim
+                       else self._answer_pending())
+                self._respond_claim = self._respond_insist = False
+                # a difference that lasts gets the next response soon (a set far apart
+                # takes many asks and helps); one that had gone by itself, only after the
+                # holdoff
+                self._respond_ok = now + (2 * p.goset_interval_min if out
+                                          else p.goset_respond_holdoff)
         elif not self._round_done and now >= self._next_round:
             self._round_done = True
             out = self._round()
@@ -393,13 +399,16 @@ class GosetSync:
         return out
 
     # --- a round ----------------------------------------------------------------------
-    def _round(self) -> list[GosetOut]:
+    def _round(self, *, insist: bool = False) -> list[GosetOut]:
+        """A round: a novelty, our full claim (unless enough neighbours said the same in
+        this interval, and we do not ``insist``) and the answers to pending claims."""
         p = self.policy
         self.rounds += 1
         out: list[GosetOut] = []
         if self._novelty_queue and len(self.keys) >= self.largest_cnt_seen:
             out.append(GosetOut(Novelty(self._novelty_queue.pop(0)).encode()))
-        if p.claim_redundancy and self._heard_consistent >= p.claim_redundancy:
+        if (not insist and p.claim_redundancy
+                and self._heard_consistent >= p.claim_redundancy):
             self.claims_suppressed += 1
         elif len(self.keys) == 1 and p.single_key_novelty:
             out.append(GosetOut(Novelty(self.keys[0]).encode()))

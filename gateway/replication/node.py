@@ -57,6 +57,7 @@ _RECENT_MAX = 2048  # data packets remembered as held, to tell a neighbour's new
 _COPIES_KEPT = 64  # items whose copies are counted until they make way (mesh density)
 _ECHO_ALPHA = 0.1  # weight of one relay's outcome in a face's echo rate
 _ORPHANS_MAX = 64
+_HELLO_DMX = want_dmx(bytes(32))  # the WANT of a node holding no key (see _hello)
 _WEAK_KEPT = 64  # weakly heard requests remembered per push face
 _ANSWERED_KEPT = 8  # requests per face whose answers are recognised as still queued
 STORE_RETRY = 10.0  # s: after a failed store write (disk full), no ingest attempt this long
@@ -186,8 +187,9 @@ class Node:
         # WANT/CHNK under our DMX): while ours differs, nobody understands our requests
         self._agreed_state: bytes | None = None
         self._differs_since = now  # when our GOSET last became one no neighbour confirmed
+        self._born = now  # the set we start with (our store's) asks at once: see _unsettled
         self._doubt_at = float("-inf")  # when a neighbour last showed a set unlike ours
-        self._hello_ok = float("-inf")  # an empty set's WANT not before (see _on_data)
+        self._hello_ok = float("-inf")  # an empty set's WANT not before (see _hello)
         self.stats = NodeStats()
         # why the store last failed to write (disk full, I/O error), None while it works:
         # ingesting pauses (frames dropped as Drop.STORE) and is retried after STORE_RETRY
@@ -662,13 +664,10 @@ class Node:
             # a short frame under a DMX we do not know: a request under another GOSET
             # (a neighbour holds keys we lack, or lacks ours): claim soon
             self._doubt_at = now
-            self.goset.respond_soon(now, claim=True)
-            if not len(self.goset) and fs.relays is not None and now >= self._hello_ok:
-                # we hold no key to claim: an empty WANT is a request under a set unlike
-                # theirs, which makes them claim theirs (a node that joins late)
-                self._hello_ok = now + self.policy.goset_respond_holdoff
-                fs.queue.put(Queued(encode_want(self._want_dmx, 0, []), Priority.REQUEST,
-                                    FrameKind.WANT, "want"))
+            # a node holding no key (an empty set's WANT): our claim goes out even if
+            # neighbours said the same this interval (it did not hear them)
+            self.goset.respond_soon(now, claim=True, insist=packet[:DMX_LEN] == _HELLO_DMX)
+            self._hello(fs, now)
         elif (self.policy.hint_unmatched and report.drop is Drop.NO_MATCH
               and len(packet) == PACKET_LEN and packet not in self._recent):
             orphans = self._orphans
@@ -731,6 +730,22 @@ class Node:
             return True
         settled = max(self._differs_since, self._doubt_at) + self.policy.goset_respond_delay
         return now >= settled
+
+    def _hello(self, fs: _FaceState, now: float) -> None:
+        """Holding no key to claim, on a push face: an empty WANT is a request under a
+        set unlike theirs, which makes the neighbours claim theirs (a node that joins
+        late, next to neighbours long quiet); at most once per goset_respond_holdoff."""
+        if not len(self.goset) and fs.relays is not None and now >= self._hello_ok:
+            self._hello_ok = now + self.policy.goset_respond_holdoff
+            fs.queue.put(Queued(encode_want(self._want_dmx, 0, []), Priority.REQUEST,
+                                FrameKind.WANT, "want"))
+
+    def _unsettled(self, now: float) -> bool:
+        """Has our GOSET changed since we started, within ``request_settle`` seconds,
+        with no neighbour showing it holds the new one?"""
+        settle = self.policy.request_settle
+        return (settle > 0 and self._born < self._differs_since
+                and now - self._differs_since < settle and not self._agreed(now))
 
     def _remember(self, packet: bytes) -> None:
         recent = self._recent
@@ -865,6 +880,12 @@ class Node:
                     fs.timer.postpone(free_at if free_at != float("inf")
                                       else now + self.policy.rtt_max)
                     continue
+            if fs.relays is not None and keys and not self._sets and self._unsettled(now):
+                # nobody holds our set yet and it is still changing: a request now would
+                # not be understood, and the next key would change its DMX again (an
+                # empty set asks at once: its WANT makes the neighbours claim theirs)
+                fs.timer.postpone(now + self.policy.request_delay)
+                continue
             if self._budget_low(fs, now) and not self._sets:
                 # the budget runs low: what is left goes to relaying data, not to asking
                 # (bound sets get nothing pushed by others: they keep asking)
@@ -872,6 +893,8 @@ class Node:
                 continue
             asks = not isinstance(fs.timer, RepairTimer) or fs.timer.wants(now)
             want = fs.builder.want(self._want_dmx, keys, self.store) if asks else None
+            if asks and not keys and not self._sets:
+                self._hello(fs, now)
             lacking = self.store.has_pending_chains() and self._agreed(now)
             # a beacon says what a neighbour just said in the same words: it stays home;
             # a request after a hint goes out anyway (whoever said the same may not reach
@@ -1081,8 +1104,11 @@ class Node:
             best = expiry
         has_keys = len(self.goset.keys) > 0 or bool(self._sets)
         for fs in self._faces.values():
-            if has_keys and (t := fs.timer.next_at) < best:
-                best = t
+            if has_keys:
+                if (t := fs.timer.next_at) < best:
+                    best = t
+            elif fs.relays is not None and (t := max(fs.timer.next_at, self._hello_ok)) < best:
+                best = t  # an empty set's hello (_hello)
             items = fs.queue.items  # (its head without peek(): one call less per frame)
             if items and (t := fs.ready_at(items[0])) < best:
                 best = t

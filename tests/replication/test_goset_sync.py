@@ -142,3 +142,32 @@ def test_zaps_are_counted_never_repeated() -> None:
     sent = [p for _, p in run(g, 60.0)]
     assert sent and not any(isinstance(p, Zap) for p in sent)
 
+
+
+def test_a_response_due_while_keys_arrive_goes_out_once_they_stop_not_after_the_holdoff() -> None:
+    # a neighbour claims keys 10..30 with two we lack in between: we owe it our claim of
+    # that range (an ask). A key of ours arrives just before the response falls due: the
+    # response waits until keys have stopped arriving for goset_respond_delay, and then
+    # goes out (it used to be dropped, and the next one came after the 600 s holdoff)
+    g = sync(DEFAULT, 3)  # keys 10, 20, 30
+    run(g, 3000.0)
+    theirs = [key(10), key(15), key(20), key(25), key(30)]
+    g.on_packet(make_claim(theirs, 0, 4), "radio", 3000.0)
+    assert g.add(key(99), 3001.0)
+    sent = run(g, 3000.0 + DEFAULT.goset_respond_holdoff / 2)
+    ask = make_claim([key(10), key(20), key(30)], 0, 2)
+    times = [t for t, p in sent if p == ask]
+    assert times and 3001.0 + DEFAULT.goset_respond_delay <= times[0] < 3030.0
+
+
+def test_a_response_to_a_node_with_no_key_is_not_suppressed_by_equal_claims() -> None:
+    # neighbours said the same as we would in this interval (Trickle's suppression); a
+    # node that holds no key did not hear them: our response round claims anyway
+    for insist, claims in ((False, 0), (True, 1)):
+        g = sync(DEFAULT, 3)
+        run(g, 3000.0)
+        full = g.full_claim()
+        g.on_packet(full, "radio", 3000.0)  # an equal claim: ours is suppressed
+        g.respond_soon(3001.0, claim=True, insist=insist)
+        sent = run(g, 3001.0 + DEFAULT.goset_respond_delay)
+        assert [p for _, p in sent].count(full) == claims

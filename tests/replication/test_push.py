@@ -409,3 +409,50 @@ def test_answers_spread_out_while_airtime_is_scarce() -> None:
     # (give or take the queue and the listen-before-talk jitter: a few airtimes)
     assert plenty <= DEFAULT.answer_window + 8
     assert 2 * DEFAULT.answer_window < scarce <= DEFAULT.answer_window_scarce + 8
+
+
+def _requests_while_keys_arrive(policy) -> list[float]:  # type: ignore[no-untyped-def]
+    """A node hears a new feed key every 10 s for 4.5 min (nobody claims our set): when
+    its WANT and CHNK go out, within 15 min."""
+    node = Node(MemoryStore(), policy=policy, rng=random.Random(5))
+    node.add_face(RADIO, 0.0)
+    arrivals = [10.0 * i for i in range(28)]
+    t, sent = 0.0, []
+    while t < 900.0:
+        while arrivals and arrivals[0] <= t:
+            node.receive(arrivals.pop(0), "radio",
+                         add_crc(Novelty(key(100 + len(arrivals)).fid).encode()))
+        sent += [t for o in node.frames_to_send(t)
+                 if o.kind in (FrameKind.WANT, FrameKind.CHNK)]
+        t = min(arrivals[0] if arrivals else 900.0,
+                max(t + 0.01, node.next_deadline() or t + 1.0))
+    return sent
+
+
+def test_no_request_goes_out_while_our_set_keeps_changing_and_nobody_holds_it() -> None:
+    # each new key changes the DMX of WANT and CHNK: asked under a set nobody holds yet,
+    # a request is not understood and stale at the next key. The node asks once its set
+    # has stayed put (here: 15 s of silence count as agreement, _agreed)
+    sent = _requests_while_keys_arrive(DEFAULT)
+    assert sent and 270.0 < sent[0] < 270.0 + DEFAULT.request_settle
+    # without the rule the requests went out between the keys
+    eager = _requests_while_keys_arrive(DEFAULT.with_(request_settle=0.0))
+    assert eager and eager[0] < 270.0
+
+
+def test_a_node_with_no_key_says_so_with_an_empty_want() -> None:
+    # its first request round (within the beacon period) sends the WANT of the empty set
+    # (neighbours answer it with their claim), and again only after goset_respond_holdoff
+    node = Node(MemoryStore(), policy=DEFAULT, rng=random.Random(6))
+    node.add_face(RADIO, 0.0)
+    hello = add_crc(encode_want(want_dmx(xor_keys([])), 0, []))
+    t, sent = 0.0, []
+    while t < DEFAULT.goset_respond_holdoff + 400.0:
+        sent += [(t, o.frame) for o in node.frames_to_send(t)]
+        deadline = node.next_deadline()
+        assert deadline is not None  # it does not fall asleep waiting to be spoken to
+        t = max(t + 0.01, deadline)
+    times = [at for at, frame in sent if frame == hello]
+    assert len(times) == 2 and times[0] < DEFAULT.push_rtt_max
+    assert times[1] - times[0] > DEFAULT.goset_respond_holdoff - 1.0  # (less tx jitter)
+    assert all(frame == hello for _, frame in sent)
