@@ -190,6 +190,9 @@ class Node:
         self._born = now  # the set we start with (our store's) asks at once: see _unsettled
         self._doubt_at = float("-inf")  # when a neighbour last showed a set unlike ours
         self._hello_ok = float("-inf")  # an empty set's WANT not before (see _hello)
+        # ... and from our own request round not before this: a node that is given its
+        # feeds in its first minutes (a tinyISP client's contract) has nothing to say
+        self._hello_first = now + self.policy.goset_respond_holdoff
         self.stats = NodeStats()
         # why the store last failed to write (disk full, I/O error), None while it works:
         # ingesting pauses (frames dropped as Drop.STORE) and is retried after STORE_RETRY
@@ -893,7 +896,7 @@ class Node:
                 continue
             asks = not isinstance(fs.timer, RepairTimer) or fs.timer.wants(now)
             want = fs.builder.want(self._want_dmx, keys, self.store) if asks else None
-            if asks and not keys and not self._sets:
+            if asks and not keys and not self._sets and now >= self._hello_first:
                 self._hello(fs, now)
             lacking = self.store.has_pending_chains() and self._agreed(now)
             # a beacon says what a neighbour just said in the same words: it stays home;
@@ -1107,7 +1110,8 @@ class Node:
             if has_keys:
                 if (t := fs.timer.next_at) < best:
                     best = t
-            elif fs.relays is not None and (t := max(fs.timer.next_at, self._hello_ok)) < best:
+            elif (fs.relays is not None and not self._sets
+                  and (t := max(fs.timer.next_at, self._hello_ok, self._hello_first)) < best):
                 best = t  # an empty set's hello (_hello)
             items = fs.queue.items  # (its head without peek(): one call less per frame)
             if items and (t := fs.ready_at(items[0])) < best:

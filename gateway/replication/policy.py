@@ -134,10 +134,11 @@ class Policy:
     # push faces: no requests while less than this share of the airtime budget is left
     push_reserve: float = 0.0
     push_stale: float = 120.0  # seconds past its time after which a relay is dropped
-    # push faces: no WANT/CHNK while no neighbour has shown it holds our GOSET and ours
-    # changed less than this many seconds ago: nobody would understand them, and the next
-    # key makes them stale again; once our set stays put they go out, and show the
-    # neighbours the difference (0: ask whatever the set)
+    # push faces: no WANT/CHNK while our GOSET changed (after we started) less than this
+    # many seconds ago and the neighbours are not known to hold it (none showed it; it
+    # changed, or a different one was shown, within goset_respond_delay): nobody would
+    # understand them, and the next key makes them stale again; once our set stays put
+    # they go out, and show the neighbours the difference (0: ask whatever the set)
     request_settle: float = 0.0
     # ask soon after hearing an entry- or chunk-sized frame we could not place and did not
     # hold: a neighbour holds something we lack
