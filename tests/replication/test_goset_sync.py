@@ -143,7 +143,6 @@ def test_zaps_are_counted_never_repeated() -> None:
     assert sent and not any(isinstance(p, Zap) for p in sent)
 
 
-
 def test_a_response_due_while_keys_arrive_goes_out_once_they_stop_not_after_the_holdoff() -> None:
     # a neighbour claims keys 10..30 with two we lack in between: we owe it our claim of
     # that range (an ask). A key of ours arrives just before the response falls due: the
