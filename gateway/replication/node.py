@@ -1110,9 +1110,9 @@ class Node:
             if has_keys:
                 if (t := fs.timer.next_at) < best:
                     best = t
-            elif (fs.relays is not None and not self._sets
+            elif (fs.relays is not None
                   and (t := max(fs.timer.next_at, self._hello_ok, self._hello_first)) < best):
-                best = t  # an empty set's hello (_hello)
+                best = t  # an empty set's hello (_hello; no bound set either: has_keys)
             items = fs.queue.items  # (its head without peek(): one call less per frame)
             if items and (t := fs.ready_at(items[0])) < best:
                 best = t

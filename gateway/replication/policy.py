@@ -255,8 +255,8 @@ DEFAULT = Policy(
     # first hour (keys arriving every half minute) WANT and CHNK took a fifth of the
     # airtime, under DMX that no neighbour held. After 24 h (seeds 1-4), with the GOSET
     # response that waits for keys to stop instead of being dropped: pairs within 900 s
-    # 96.5 / 97.1 / 97.3 / 96.6 % instead of 95.4 / 96.1 / 96.7 / 96.9 %, p95 spread
-    # 8,748 / 6,429 / 10,648 / 6,861 s instead of 11,572 / 8,914 / 11,517 / 7,090 s, the
+    # 96.9 / 96.8 / 97.7 / 97.2 % instead of 95.4 / 96.1 / 96.7 / 96.9 %, p95 spread
+    # 9,331 / 6,500 / 5,880 / 6,630 s instead of 11,572 / 8,914 / 11,517 / 7,090 s, the
     # same airtime; the settling alone had one seed at 18,306 s; 300 s did no better
     request_settle=120.0,
     listen_before_talk=True,
