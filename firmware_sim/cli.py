@@ -218,11 +218,11 @@ def cmd_dongle(args: argparse.Namespace) -> int:
     stop = threading.Event()
     _interrupt_on_stop_signals()
     with bridge:
-        print(f"simulated dongle for node {spec.name} ({radio.profile}): {bridge.path}",
-              flush=True)
-        print(f"e.g. tinyssb --data DIR run --serial {bridge.path} --profile {radio.profile}"
-              "   (Ctrl-C stops the mesh)", file=sys.stderr, flush=True)
-        try:
+        try:  # (a stop signal right after the first line used to escape: exit 130)
+            print(f"simulated dongle for node {spec.name} ({radio.profile}): {bridge.path}",
+                  flush=True)
+            print(f"e.g. tinyssb --data DIR run --serial {bridge.path} --profile "
+                  f"{radio.profile}   (Ctrl-C stops the mesh)", file=sys.stderr, flush=True)
             bridge.run(scenario.duration, stop)
         except KeyboardInterrupt:
             stop.set()
