@@ -91,7 +91,7 @@ class NodeStats:
 class _FaceState:
     __slots__ = ("answered", "bucket", "budget", "builder", "copies", "credit", "density",
                  "echo_rate", "echoes", "face",
-                 "heard_requests", "hint_seqs", "jittered", "next_tx", "queue", "relays", "set_builders",
+                 "heard_requests", "hint_orphans", "hint_seqs", "jittered", "next_tx", "queue", "relays", "set_builders",
                  "set_next", "set_turn", "timer", "weak_requests")
 
     def __init__(self, face: Face, timer: RequestTimer | RepairTimer, builder: RequestBuilder,
@@ -106,6 +106,9 @@ class _FaceState:
         # what neighbours' WANTs showed they hold beyond us since our hint came (fid ->
         # their last seq): once we hold all of it, the hint is settled (push faces)
         self.hint_seqs: dict[bytes, int] = {}
+        # frames we could not place that brought the request due (push faces): once each
+        # of them is stored (what it follows came, mostly pushed), the hint is settled
+        self.hint_orphans: set[bytes] = set()
         # first answers to requests heard over a weak link (push faces), and when: answered
         # only when asked for again (no stronger neighbour's answer reached the asker)
         self.weak_requests: OrderedDict[bytes, float] = OrderedDict()
@@ -690,7 +693,10 @@ class Node:
                 # such frames come while it lasts, so no retries
                 self.stats.hints += 1
                 self._pace_repairs(fs, now)
-                fs.timer.rearm(now, retries=False)
+                checkable = self.policy.hint_settle and len(fs.hint_orphans) < _ORPHANS_MAX
+                if checkable:
+                    fs.hint_orphans.add(packet)
+                fs.timer.rearm(now, retries=False, checkable=checkable)
         return report
 
     def _adopt_orphans(self, now: float, fs: _FaceState, report: RxReport) -> None:
@@ -868,7 +874,7 @@ class Node:
                 self._check_echoes(now, fs)
             if not fs.timer.due(now):
                 continue
-            if (fs.hint_seqs and isinstance(fs.timer, RepairTimer)
+            if ((fs.hint_seqs or fs.hint_orphans) and isinstance(fs.timer, RepairTimer)
                     and fs.timer.wants(now) and self._airtime_scarce(fs, now)
                     and self._hint_settled(fs)):
                 fs.timer.settle(now, fs.density)
@@ -907,6 +913,8 @@ class Node:
                 self._pace_repairs(fs, now)
                 fs.timer.sent(now, fs.builder.cycle_end or not keys or not asks, lacking,
                               fs.density)
+                if asks:  # the WANT goes out: what the frames hinted at is asked for
+                    fs.hint_orphans.clear()
             else:
                 fs.timer.sent(now, fs.builder.cycle_end or not keys, lacking)
             self._queue_requests(fs, fs.builder, want, self._chnk_dmx, keys, "", hinted)
@@ -924,18 +932,26 @@ class Node:
         for packet in silent:
             del fs.echoes[packet]
             fs.echo_rate -= _ECHO_ALPHA * fs.echo_rate
-        if silent and isinstance(fs.timer, RepairTimer) and self._agreed(now):
+        if (silent and isinstance(fs.timer, RepairTimer) and self._agreed(now)
+                and (self.policy.no_echo_scarce or not self._airtime_scarce(fs, now))):
             self.stats.no_echo += 1
             fs.timer.advertise(now)
 
     def _hint_settled(self, fs: _FaceState) -> bool:
         """Do we hold by now everything the neighbours' WANTs showed they hold beyond us,
-        and is that all the hints said? Then the request they brought would only be
-        answered with what we have (the push came meanwhile)."""
+        and every frame we could not place that hinted too, and is that all the hints
+        said? Then the request they brought would only be answered with what we have (the
+        push came meanwhile)."""
         timer = fs.timer
         assert isinstance(timer, RepairTimer)
         if not timer.hinted or timer.open_hint or timer.following:
             return False
+        orphans = fs.hint_orphans
+        if orphans:
+            # a frame stored once what it follows came (adopted) is remembered as held
+            orphans.difference_update([pk for pk in orphans if pk in self._recent])
+            if orphans:
+                return False
         seqs = fs.hint_seqs
         for (fid, seq), top in zip(list(seqs.items()), self.store.tops(list(seqs))):
             if top < 0 or top >= seq:  # not held any more, or caught up

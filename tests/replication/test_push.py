@@ -362,8 +362,7 @@ def test_a_hint_waits_longer_for_the_push_while_airtime_is_scarce() -> None:
 
 def test_a_hint_the_push_answered_brings_no_request_while_airtime_is_scarce() -> None:
     # the neighbour's WANT showed entries 3 and 4 of a feed; both came by push before our
-    # request was due (7-23 s): it stays home. (From about 31 s on, the relays of the two
-    # entries that nobody relayed on bring a WANT of their own: the no-echo rule.)
+    # request was due (7-23 s): it stays home
     assert all(_hint_to_request(SCARCE, seed, pushed=2, horizon=30.0) == float("inf")
                for seed in range(6))
     # one of them still missing: we ask, as without the rule
@@ -375,6 +374,87 @@ def test_a_hint_the_push_answered_brings_no_request_while_airtime_is_scarce() ->
                for seed in range(6))
     off = DEFAULT.with_(hint_settle=False)
     assert all(_hint_to_request(SCARCE, seed, pushed=2, policy=off, horizon=30.0) < 23.0
+               for seed in range(6))
+
+
+# a duty cycle that 100 posts of our own, pushed, keep more than half spent
+TIGHT = Face.lora_radio("radio", profile("EU868.a"), duty_cycle=0.006)
+
+
+def _no_echo_adverts(posts: int, seed: int, policy=DEFAULT) -> int:
+    """A node that pushed ``posts`` of its own hears an entry of a feed it follows from
+    its only neighbour, relays it, and nobody relays it on: how often in the next 2
+    minutes its relays that nobody relayed on brought its WANT (``no_echo``). (The leaf
+    rule, which would leave that relay out, is off here.)"""
+    node = Node(MemoryStore(), policy=policy.with_(push_reserve=0.0, push_echo_skip=0.0),
+                rng=random.Random(seed))
+    node.add_face(TIGHT, 0.0)
+    own, other = key(86), key(87)
+    node.follow(other.fid, 0.0)
+    (entry,) = build_feed(other, [b"news"])
+    for i in range(posts):
+        node.publish(own, f"post {i}".encode(), float(i))
+    t = _send_until(node, 0.0, 900.0)
+    before = node.stats.no_echo
+    node.receive(t, "radio", add_crc(entry.packet), snr=5.0)
+    _send_until(node, t, t + 120.0)
+    return node.stats.no_echo - before
+
+
+def test_while_airtime_is_scarce_relays_nobody_relayed_on_bring_no_want() -> None:
+    # with airtime to spare, a relay nobody relayed on brings our WANT (four push windows
+    # and a request delay later): it shows what we hold to a next hop that may have
+    # missed it
+    assert all(_no_echo_adverts(0, seed) == 1 for seed in range(4))
+    # while more than half of the budget is spent, the neighbours mostly heard copies
+    # enough and kept quiet: no WANT for that
+    assert all(_no_echo_adverts(100, seed) == 0 for seed in range(4))
+    eager = DEFAULT.with_(no_echo_scarce=True)
+    assert all(_no_echo_adverts(100, seed, eager) >= 1 for seed in range(4))
+
+
+def _orphan_to_request(face: Face, seed: int, *, adopted: bool, policy=DEFAULT,
+                       horizon: float = 30.0) -> float:
+    """A node whose radio pushed 12 posts of its own holds entries 1 and 2 of a feed it
+    follows and hears a chunk of entry 3, which it cannot place yet (a hint: a neighbour
+    holds something we lack); with ``adopted`` entry 3 itself comes by push a second
+    later. How long until our WANT goes out (inf: not within ``horizon`` seconds)."""
+    policy = policy.with_(push_reserve=0.0)
+    node = Node(MemoryStore(), policy=policy, rng=random.Random(seed))
+    node.add_face(face, 0.0)
+    own, other = key(84), key(85)
+    node.follow(other.fid, 0.0)
+    entries = build_feed(other, [b"one", b"two", b"z" * 300])
+    for entry in entries[:2]:
+        node.receive(0.0, "radio", add_crc(entry.packet), snr=5.0)
+    for i in range(12):
+        node.publish(own, f"post {i}".encode(), float(i))
+    t = _send_until(node, 0.0, 900.0)
+    heard = t
+    assert node.receive(t, "radio", add_crc(entries[2].chunks[0]), snr=5.0).drop is Drop.NO_MATCH
+    assert node.stats.hints == 1
+    if adopted:
+        node.receive(heard + 1.0, "radio", add_crc(entries[2].packet), snr=5.0)
+        assert node.stats.orphans_adopted == 1
+    while t < heard + horizon:
+        for out in node.frames_to_send(t):
+            if out.kind is FrameKind.WANT:
+                return t - heard
+        t = min(heard + horizon, max(t + 0.01, node.next_deadline() or heard + horizon))
+    return float("inf")
+
+
+def test_a_hint_from_a_frame_we_could_not_place_settles_once_it_is_stored() -> None:
+    # the chunk came before its entry, and the entry came by push a second later: while
+    # airtime is scarce, the request the chunk brought stays home
+    assert all(_orphan_to_request(SCARCE, seed, adopted=True) == float("inf")
+               for seed in range(6))
+    # the entry did not come: we ask (request_delay_scarce, 15 s give or take half)
+    assert all(_orphan_to_request(SCARCE, seed, adopted=False) < 23.0 for seed in range(6))
+    # with airtime to spare, or without the rule, the request goes either way
+    assert all(_orphan_to_request(RADIO, seed, adopted=True) < 8.0 for seed in range(6))
+    off = DEFAULT.with_(hint_settle=False)
+    assert all(_orphan_to_request(SCARCE, seed, adopted=True, policy=off) < 23.0
                for seed in range(6))
 
 
