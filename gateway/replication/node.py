@@ -89,14 +89,16 @@ class NodeStats:
 
 
 class _FaceState:
-    __slots__ = ("answered", "bucket", "budget", "builder", "copies", "credit", "density",
+    __slots__ = ("added", "answered", "bucket", "budget", "builder", "copies", "credit", "density",
                  "echo_rate", "echoes", "face",
                  "heard_requests", "hint_orphans", "hint_seqs", "jittered", "next_tx", "queue", "relays", "set_builders",
                  "set_next", "set_turn", "timer", "weak_requests")
 
     def __init__(self, face: Face, timer: RequestTimer | RepairTimer, builder: RequestBuilder,
-                 relays: RelayQueue | None = None, credit: AnswerCredit | None = None) -> None:
+                 relays: RelayQueue | None = None, credit: AnswerCredit | None = None,
+                 added: float = 0.0) -> None:
         self.face = face
+        self.added = added  # when the face came (its airtime budget starts empty then)
         self.credit = credit  # adaptive per-request credit (None: the policy's, fixed)
         self.bucket = TokenBucket(face.rate, face.burst) if face.rate else None
         self.relays = relays  # push relaying (broadcast faces under a push policy)
@@ -228,7 +230,7 @@ class Node:
         credit = (AnswerCredit(p.credit, p.credit_min) if p.adaptive_credit and relays is None
                   else None)
         self._faces[face.name] = _FaceState(face, timer, RequestBuilder(self.policy), relays,
-                                            credit)
+                                            credit, now)
         self.goset.new_neighbour(now)
 
     def remove_face(self, name: str) -> None:
@@ -789,9 +791,10 @@ class Node:
                 delay += window * p.push_echo_weight * dense * (1.0 - fs.echo_rate)
                 # where nobody else relays what we hear, our relays that nobody relays on
                 # reach nobody new (a leaf): while airtime is scarce most are left out; a
-                # bridge's are taken on
+                # bridge's are taken on (scarce of the whole budget, even in the first
+                # hour: a bridge to a leaf hears no echo either, and starved it)
                 skip = (kind is not FrameKind.NOVELTY and p.push_echo_skip > 0
-                        and self._airtime_scarce(fs, now)
+                        and self._airtime_scarce(fs, now, paced=False)
                         and self._rng.random()
                         < p.push_echo_skip * (1.0 - dense) * (1.0 - fs.echo_rate))
             if name == heard_on:
@@ -933,7 +936,8 @@ class Node:
             del fs.echoes[packet]
             fs.echo_rate -= _ECHO_ALPHA * fs.echo_rate
         if (silent and isinstance(fs.timer, RepairTimer) and self._agreed(now)
-                and (self.policy.no_echo_scarce or not self._airtime_scarce(fs, now))):
+                and (self.policy.no_echo_scarce
+                     or not self._airtime_scarce(fs, now, paced=False))):
             self.stats.no_echo += 1
             fs.timer.advertise(now)
 
@@ -972,10 +976,18 @@ class Node:
         is scarce (a hint's request, the answers)."""
         return scarce if scarce and self._airtime_scarce(fs, now) else plain
 
-    def _airtime_scarce(self, fs: _FaceState, now: float) -> bool:
-        """Has a push face spent more than ``push_skip_load`` of its airtime budget?"""
-        return (fs.budget is not None and fs.budget.used(now) > self.policy.push_skip_load
-                * fs.face.duty_cycle * fs.face.duty_window)
+    def _airtime_scarce(self, fs: _FaceState, now: float, paced: bool = True) -> bool:
+        """Has a push face spent more than ``push_skip_load`` of its airtime budget?
+        ``paced``: in the face's first duty window, of the budget pro rata to the time
+        elapsed, but at least ``push_skip_start`` of it (a face that spends at that pace
+        from the start has spent its whole budget before the window ends)."""
+        if fs.budget is None:
+            return False
+        p, face = self.policy, fs.face
+        share = 1.0
+        if paced and p.push_skip_start < 1.0 and now - fs.added < face.duty_window:
+            share = max(p.push_skip_start, (now - fs.added) / face.duty_window)
+        return fs.budget.used(now) > p.push_skip_load * share * face.duty_cycle * face.duty_window
 
     def _budget_low(self, fs: _FaceState, now: float) -> bool:
         """Is less than ``push_reserve`` of a push face's airtime budget left?"""

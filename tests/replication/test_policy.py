@@ -22,6 +22,7 @@ def test_policy_from_a_config_table() -> None:
                      ({"trickle": 1}, "true or false"),
                      ({"preset": "fast"}, "unknown policy 'fast'"),
                      ({"allow": ["nope"]}, "'allow'"),
-                     ({"rtt_min": 0}, "rtt_min")]:
+                     ({"rtt_min": 0}, "rtt_min"),
+                     ({"push_skip_start": 0}, "push_skip_start")]:
         with pytest.raises(ValueError, match=msg):
             policy_from_mapping(bad)

@@ -320,9 +320,11 @@ def test_a_request_over_a_weak_link_is_answered_only_when_it_comes_again() -> No
 
 
 def _hint_to_request(face: Face, seed: int, *, pushed: int = 0, policy=DEFAULT,
-                     horizon: float = 120.0) -> float:
-    """A node whose radio pushed 12 posts of its own (more than half of a scarce budget)
-    hears a neighbour's WANT showing it holds two more entries of a feed we follow, and
+                     horizon: float = 120.0, posts: int = 12, start: float = 0.0,
+                     warmup: float = 900.0) -> float:
+    """A node whose radio pushed ``posts`` posts of its own from ``start`` on (12: more
+    than half of a scarce budget) hears, ``warmup`` seconds after ``start``, a
+    neighbour's WANT showing it holds two more entries of a feed we follow, and
     ``pushed`` of them come by push a second later: how long until our WANT goes out
     (inf: not within ``horizon`` seconds)."""
     policy = policy.with_(push_reserve=0.0)  # requests may spend the whole budget here
@@ -333,11 +335,11 @@ def _hint_to_request(face: Face, seed: int, *, pushed: int = 0, policy=DEFAULT,
     entries = build_feed(other, [b"one", b"two", b"three", b"four"])
     for entry in entries[:2]:  # we hold 2 entries of other
         node.receive(0.0, "radio", add_crc(entry.packet), snr=5.0)
-    for i in range(12):
-        node.publish(own, f"post {i}".encode(), float(i))
-    t = _send_until(node, 0.0, 900.0)
+    for i in range(posts):
+        node.publish(own, f"post {i}".encode(), start + i)
+    t = _send_until(node, 0.0, start + warmup)
     slots = sorted([own.fid, other.fid])
-    seqs = [13 if fid == own.fid else 5 for fid in slots]  # they hold 4 entries of other
+    seqs = [posts + 1 if fid == own.fid else 5 for fid in slots]  # 4 entries of other
     node.receive(t, "radio", add_crc(encode_want(want_dmx(xor_keys(slots)), 0, seqs)),
                  snr=5.0)
     heard = t
@@ -358,6 +360,24 @@ def test_a_hint_waits_longer_for_the_push_while_airtime_is_scarce() -> None:
     scarce = [_hint_to_request(SCARCE, seed) for seed in range(6)]
     assert all(2.0 <= d <= 8.0 for d in plenty), plenty
     assert all(7.0 <= d <= 23.0 for d in scarce), scarce
+
+
+def test_in_its_first_hour_a_face_that_spends_fast_counts_airtime_as_scarce_early() -> None:
+    # 60 posts pushed in the first minutes spend about a third of the hour's budget:
+    # less than half of it, but 10 minutes into the face's first hour that is a pace
+    # that would spend it all; a hint's request waits request_delay_scarce (15 s give
+    # or take half) instead of request_delay (5 s)
+    early = [_hint_to_request(RADIO, seed, posts=60, warmup=600.0) for seed in range(6)]
+    assert all(7.0 <= d <= 23.0 for d in early), early
+    # the whole budget's half, as after the first hour: airtime to spare
+    whole = DEFAULT.with_(push_skip_start=1.0)
+    plain = [_hint_to_request(RADIO, seed, posts=60, warmup=600.0, policy=whole)
+             for seed in range(6)]
+    assert all(2.0 <= d <= 8.0 for d in plain), plain
+    # the same spending an hour after the face came: airtime to spare
+    later = [_hint_to_request(RADIO, seed, posts=60, start=3600.0, warmup=600.0)
+             for seed in range(6)]
+    assert all(2.0 <= d <= 8.0 for d in later), later
 
 
 def test_a_hint_the_push_answered_brings_no_request_while_airtime_is_scarce() -> None:
