@@ -67,6 +67,10 @@ class IspReport:
         return sorted(self.delivered[k] - self.sent[k] for k in self.delivered if k in self.sent)
 
 
+SUBSCRIBE_RETRY_S = 300.0  # a client asks again this long after "not_found" ...
+SUBSCRIBE_RETRIES = 12  # ... at most this many times
+
+
 class _Client:
     """A client's app: its engine plus the person at the keyboard (subscribe, accept,
     send when the subscription stands)."""
@@ -78,7 +82,9 @@ class _Client:
         self.roots = roots
         self.report = report
         self.wants = wants  # peers this client subscribes to
-        self.asked: set[str] = set()
+        self.asked: dict[str, bytes] = {}  # peer -> our subscription request
+        self.retry_at: dict[str, float] = {}  # peers that were no client yet: ask again then
+        self.retries: dict[str, int] = {}
         self.backlog: list[tuple[str, bytes]] = []
 
     def on_events(self, events: list[Event], now: float) -> None:
@@ -86,7 +92,11 @@ class _Client:
         self.progress(now)
 
     def next_deadline(self) -> float | None:
-        return self.engine.next_deadline()
+        own = self.engine.next_deadline()
+        if self.retry_at:
+            soon = min(self.retry_at.values())
+            return soon if own is None else min(own, soon)
+        return own
 
     def on_timer(self, now: float) -> None:
         self.engine.on_timer(now)
@@ -103,12 +113,23 @@ class _Client:
             self.engine.accept(req.ref, now)
         if not self._established():
             return
-        for peer in sorted(self.wants - self.asked):
+        for peer, ref in list(self.asked.items()):
+            if (self.engine.outcome(ref) == "not_found"
+                    and self.retries.get(peer, 0) < SUBSCRIBE_RETRIES):
+                # the peer had no contract with the ISP yet (it onboards later than we
+                # did): ask again in a while, as a person would
+                del self.asked[peer]
+                self.retries[peer] = self.retries.get(peer, 0) + 1
+                self.retry_at[peer] = now + SUBSCRIBE_RETRY_S
+        for peer in sorted(self.wants - self.asked.keys()):
+            if now < self.retry_at.get(peer, now):
+                continue
+            self.retry_at.pop(peer, None)
             try:
-                self.engine.subscribe(self.roots[peer], now)
+                self.asked[peer] = self.engine.subscribe(self.roots[peer], now)
             except IspError as exc:
                 self.report.refused.append(f"{self.name} subscribe {peer}: {exc}")
-            self.asked.add(peer)
+                self.asked[peer] = b""
         ready = self._subscribed()
         waiting = []
         for peer, content in self.backlog:
