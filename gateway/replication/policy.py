@@ -125,9 +125,10 @@ class Policy:
     push_skip_load: float = 0.5  # ... and only while more of the airtime budget is spent
     # ... counted, in a face's first duty window, pro rata to the time elapsed, but of
     # at least this share of the budget (1: the whole budget from the start): the rules
-    # for scarce airtime (answers spread wider, hints wait longer, weak requests wait
-    # for another, settled hints stay home, the leaf rule) start once a face spends at a
-    # pace that would exhaust its budget before the window ends
+    # for scarce airtime that answers and requests follow (answers spread wider, hints
+    # wait longer, weak requests wait for another, settled hints stay home) start once a
+    # face spends at a pace that would exhaust its budget before the window ends; the
+    # leaf rule and ``no_echo_scarce`` count the whole budget
     push_skip_start: float = 1.0
     # push faces: an answer waits U(1, answer_window) airtimes (past the asker's request
     # burst; a copy from another neighbour meanwhile cancels it)
