@@ -319,6 +319,17 @@ def test_a_request_over_a_weak_link_is_answered_only_when_it_comes_again() -> No
     assert _answers_to_weak_wants(SCARCE, weak, DEFAULT.with_(answer_snr_margin=0.0))[0] == 5
 
 
+def _first_want(node: Node, t: float, heard: float, horizon: float) -> float:
+    """Run ``node`` from ``t`` on: how long after ``heard`` its first WANT goes out (inf:
+    not within ``horizon`` seconds of it)."""
+    while t < heard + horizon:
+        for out in node.frames_to_send(t):
+            if out.kind is FrameKind.WANT:
+                return t - heard
+        t = min(heard + horizon, max(t + 0.01, node.next_deadline() or heard + horizon))
+    return float("inf")
+
+
 def _hint_to_request(face: Face, seed: int, *, pushed: int = 0, policy=DEFAULT,
                      horizon: float = 120.0, posts: int = 12, start: float = 0.0,
                      warmup: float = 900.0) -> float:
@@ -345,12 +356,7 @@ def _hint_to_request(face: Face, seed: int, *, pushed: int = 0, policy=DEFAULT,
     heard = t
     for entry in entries[2:2 + pushed]:
         node.receive(heard + 1.0, "radio", add_crc(entry.packet), snr=5.0)
-    while t < heard + horizon:
-        for out in node.frames_to_send(t):
-            if out.kind is FrameKind.WANT:
-                return t - heard
-        t = min(heard + horizon, max(t + 0.01, node.next_deadline() or heard + horizon))
-    return float("inf")
+    return _first_want(node, t, heard, horizon)
 
 
 def test_a_hint_waits_longer_for_the_push_while_airtime_is_scarce() -> None:
@@ -456,12 +462,7 @@ def _orphan_to_request(face: Face, seed: int, *, adopted: bool, policy=DEFAULT,
     if adopted:
         node.receive(heard + 1.0, "radio", add_crc(entries[2].packet), snr=5.0)
         assert node.stats.orphans_adopted == 1
-    while t < heard + horizon:
-        for out in node.frames_to_send(t):
-            if out.kind is FrameKind.WANT:
-                return t - heard
-        t = min(heard + horizon, max(t + 0.01, node.next_deadline() or heard + horizon))
-    return float("inf")
+    return _first_want(node, t, heard, horizon)
 
 
 def test_a_hint_from_a_frame_we_could_not_place_settles_once_it_is_stored() -> None:
