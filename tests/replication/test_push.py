@@ -330,6 +330,24 @@ def _first_want(node: Node, t: float, heard: float, horizon: float) -> float:
     return float("inf")
 
 
+def _busy_follower(face: Face, seed: int, policy, own: FeedKey, other: FeedKey,
+                   contents: list[bytes], *, posts: int = 12, start: float = 0.0,
+                   warmup: float = 900.0) -> tuple[Node, list, float]:
+    """A node on ``face`` that follows ``other`` (built from ``contents``) and holds its
+    first 2 entries, and whose radio pushed ``posts`` posts of its own (``own``) from
+    ``start`` on, run until ``warmup`` seconds after ``start``: the node, the entries of
+    ``other``, and the time reached. Requests may spend the whole budget here."""
+    node = Node(MemoryStore(), policy=policy.with_(push_reserve=0.0), rng=random.Random(seed))
+    node.add_face(face, 0.0)
+    node.follow(other.fid, 0.0)
+    entries = build_feed(other, contents)
+    for entry in entries[:2]:
+        node.receive(0.0, "radio", add_crc(entry.packet), snr=5.0)
+    for i in range(posts):
+        node.publish(own, f"post {i}".encode(), start + i)
+    return node, entries, _send_until(node, 0.0, start + warmup)
+
+
 def _hint_to_request(face: Face, seed: int, *, pushed: int = 0, policy=DEFAULT,
                      horizon: float = 120.0, posts: int = 12, start: float = 0.0,
                      warmup: float = 900.0) -> float:
@@ -338,17 +356,10 @@ def _hint_to_request(face: Face, seed: int, *, pushed: int = 0, policy=DEFAULT,
     neighbour's WANT showing it holds two more entries of a feed we follow, and
     ``pushed`` of them come by push a second later: how long until our WANT goes out
     (inf: not within ``horizon`` seconds)."""
-    policy = policy.with_(push_reserve=0.0)  # requests may spend the whole budget here
-    node = Node(MemoryStore(), policy=policy, rng=random.Random(seed))
-    node.add_face(face, 0.0)
     own, other = key(82), key(83)
-    node.follow(other.fid, 0.0)
-    entries = build_feed(other, [b"one", b"two", b"three", b"four"])
-    for entry in entries[:2]:  # we hold 2 entries of other
-        node.receive(0.0, "radio", add_crc(entry.packet), snr=5.0)
-    for i in range(posts):
-        node.publish(own, f"post {i}".encode(), start + i)
-    t = _send_until(node, 0.0, start + warmup)
+    node, entries, t = _busy_follower(face, seed, policy, own, other,
+                                      [b"one", b"two", b"three", b"four"],
+                                      posts=posts, start=start, warmup=warmup)
     slots = sorted([own.fid, other.fid])
     seqs = [posts + 1 if fid == own.fid else 5 for fid in slots]  # 4 entries of other
     node.receive(t, "radio", add_crc(encode_want(want_dmx(xor_keys(slots)), 0, seqs)),
@@ -445,17 +456,8 @@ def _orphan_to_request(face: Face, seed: int, *, adopted: bool, policy=DEFAULT,
     follows and hears a chunk of entry 3, which it cannot place yet (a hint: a neighbour
     holds something we lack); with ``adopted`` entry 3 itself comes by push a second
     later. How long until our WANT goes out (inf: not within ``horizon`` seconds)."""
-    policy = policy.with_(push_reserve=0.0)
-    node = Node(MemoryStore(), policy=policy, rng=random.Random(seed))
-    node.add_face(face, 0.0)
-    own, other = key(84), key(85)
-    node.follow(other.fid, 0.0)
-    entries = build_feed(other, [b"one", b"two", b"z" * 300])
-    for entry in entries[:2]:
-        node.receive(0.0, "radio", add_crc(entry.packet), snr=5.0)
-    for i in range(12):
-        node.publish(own, f"post {i}".encode(), float(i))
-    t = _send_until(node, 0.0, 900.0)
+    node, entries, t = _busy_follower(face, seed, policy, key(84), key(85),
+                                      [b"one", b"two", b"z" * 300])
     heard = t
     assert node.receive(t, "radio", add_crc(entries[2].chunks[0]), snr=5.0).drop is Drop.NO_MATCH
     assert node.stats.hints == 1
