@@ -32,7 +32,7 @@ from ..logsetup import ENTRIES, FRAMES
 from ..replication.events import ChainComplete, FeedAdded, NewEntry
 from ..replication.faces import Face
 from ..replication.node import Node
-from ..store import DiskStore, StoreError
+from ..store import DiskStore, StoreError, StoreLockedError
 from ..store.keys import KEY_FILE, load_or_create_key
 from ..store.scrub import Scrub, ScrubFinding
 from ..transports.base import Link, RadioMeta, SendFn
@@ -45,6 +45,12 @@ from .isp_service import IspService, goset_filter, read_role
 __all__ = ["Gateway"]
 
 log = logging.getLogger("tinyssb.gateway")
+
+#: How long a starting gateway waits for its data directory's lock. A command run
+#: offline (`tinyssb isp contracts` while no gateway answers yet) holds it for a moment;
+#: another gateway holds it for good, and after this wait the start fails naming it.
+STORE_LOCK_WAIT_S = 10.0
+STORE_LOCK_POLL_S = 0.05
 entry_log = logging.getLogger(ENTRIES)  # -v
 frame_log = logging.getLogger(FRAMES)  # -vv
 
@@ -116,7 +122,7 @@ class Gateway:
     async def open(self) -> None:
         """Take the data directory and start every link; LinkError/StoreError on failure."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.store = DiskStore(self.data_dir)
+        self.store = await self._take_store()
         created = False
         try:
             self.key, created = load_or_create_key(self.data_dir)
@@ -155,6 +161,22 @@ class Gateway:
         log.info("gateway %s (tinyssb %s) up: %s, %d feeds, policy %s, links: %s",
                  self.config.name, __version__, format_id(self.key.fid), len(self.store), self.config.policy.name,
                  ", ".join(link.name for link in self.links) or "none")
+
+    async def _take_store(self) -> DiskStore:
+        """The data directory's store, once its lock is free (at most STORE_LOCK_WAIT_S)."""
+        deadline = time.monotonic() + STORE_LOCK_WAIT_S
+        waited = False
+        while True:
+            try:
+                return DiskStore(self.data_dir)
+            except StoreLockedError:
+                if time.monotonic() >= deadline:
+                    raise
+                if not waited:
+                    log.info("%s is locked by another tinyssb process; waiting up to %g s",
+                             self.data_dir, STORE_LOCK_WAIT_S)
+                    waited = True
+                await asyncio.sleep(STORE_LOCK_POLL_S)
 
     async def close(self) -> None:
         """Stop the links, checkpoint the store, finish the capture. Safe to call twice."""

@@ -133,3 +133,41 @@ def test_a_gateway_that_never_listens_gets_one_line_naming_it(
     monkeypatch.setattr(control.time, "sleep", lambda s: None)
     with pytest.raises(ControlError, match="holds .* but has not answered .* for 15 s"):
         control.request_holder(tmp_path, {"cmd": "status"})
+
+
+def test_a_gateway_starting_while_a_command_holds_the_store_waits_for_it(
+        tmp_path: Path) -> None:
+    """`tinyssb isp contracts` run while no gateway holds the directory opens it itself;
+    a gateway started in that moment used to exit 2 ("in use by another tinyssb
+    process"). It now waits for the command to let go."""
+    data = tmp_path / "gw"
+    data.mkdir()
+    holder = DiskStore(data)  # the offline command
+
+    async def scenario() -> str:
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.3, holder.close)
+        async with running(data, [], name="late") as gw:
+            return gw.config.name
+
+    try:
+        assert run(scenario) == "late"
+    finally:
+        holder.close()
+
+
+def test_a_gateway_on_a_directory_another_gateway_holds_fails_naming_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gateway.runtime import gateway as gateway_module
+    from gateway.store import StoreLockedError
+
+    monkeypatch.setattr(gateway_module, "STORE_LOCK_WAIT_S", 0.2)
+    data = tmp_path / "gw"
+    data.mkdir()
+
+    async def scenario() -> None:
+        async with running(data, []):
+            pass
+
+    with DiskStore(data), pytest.raises(StoreLockedError, match="in use by another"):
+        run(scenario)
