@@ -75,11 +75,13 @@ class GosetSync:
 
     def __init__(self, policy: Policy, rng: random.Random,
                  accept: Callable[[bytes], bool] = lambda _k: True,
-                 admit: Callable[[bytes, str | None, float], bool] | None = None) -> None:
+                 admit: Callable[[bytes, str | None, float], bool] | None = None,
+                 scarce: Callable[[float], bool] = lambda _now: False) -> None:
         self.policy = policy
         self._rng = rng
         self._accept = accept
         self._admit = admit  # (key, face that named it, now): see .admission
+        self._scarce = scarce  # (now): is a radio short of airtime? (goset_respond_backoff)
         self._face: str | None = None  # the face of the packet being handled
         self.keys: list[bytes] = []  # sorted as unsigned byte strings
         self._index: dict[bytes, int] = {}
@@ -117,6 +119,11 @@ class GosetSync:
         self._respond_insist = False  # ... even if neighbours said the same (a new node)
         self._added_at = float("-inf")  # when the set last grew
         self._respond_ok = float("-inf")  # no response round before this time
+        # wait after a response round that sent something (goset_respond_backoff), when
+        # the last one did, and when the pending response was asked for
+        self._respond_gap = 2 * policy.goset_interval_min
+        self._respond_sent_at: float | None = None
+        self._respond_want = float("-inf")
         # counters
         self.rounds = 0
         self.claims_suppressed = 0
@@ -165,6 +172,7 @@ class GosetSync:
         self._state ^= int.from_bytes(key, "big")
         self._state_bytes = self._state.to_bytes(32, "big")
         self._added_at = now
+        self._progress()
         self.added.append(key)
         if self.policy.novelties and announce:
             self._novelty_queue.append(key)
@@ -240,6 +248,7 @@ class GosetSync:
         self.largest_cnt_seen = max(self.largest_cnt_seen, c.cnt)
         if c.cnt == len(self.keys) and c.xor == self.state:
             self._heard_consistent += 1
+            self._progress()
             self._novelty_queue.clear()  # they hold every key we could announce
             if one_peer:
                 self._show(face, self.keys)
@@ -356,8 +365,21 @@ class GosetSync:
         if self._respond_at is not None:
             return
         p = self.policy
-        self._respond_at = max(now + self._rng.uniform(0.5, 1.0) * p.goset_respond_delay,
-                               self._respond_ok)
+        self._respond_want = now + self._rng.uniform(0.5, 1.0) * p.goset_respond_delay
+        self._respond_at = max(self._respond_want, self._respond_ok)
+
+    def _progress(self) -> None:
+        """The sets came closer (a key added, a neighbour's set grew, a claim equal to
+        ours): responses that backed off may go soon again."""
+        gap = 2 * self.policy.goset_interval_min
+        if self._respond_gap <= gap:
+            return
+        self._respond_gap = gap
+        if self._respond_sent_at is not None:
+            self._respond_ok = self._respond_sent_at + gap
+            if self._respond_at is not None:
+                self._respond_at = min(self._respond_at,
+                                       max(self._respond_want, self._respond_ok))
 
     def deadline(self) -> float | None:
         """When :meth:`on_timer` next has work; None while the set is empty."""
@@ -385,10 +407,19 @@ class GosetSync:
                        else self._answer_pending())
                 self._respond_claim = self._respond_insist = False
                 # a difference that lasts gets the next response soon (a set far apart
-                # takes many asks and helps); one that had gone by itself, only after the
-                # holdoff
-                self._respond_ok = now + (2 * p.goset_interval_min if out
-                                          else p.goset_respond_holdoff)
+                # takes many asks and helps), later each time with goset_respond_backoff
+                # until a key comes or a claim shows we agree; one that had gone by
+                # itself, only after the holdoff. Backing off only while a radio is
+                # short of airtime: with airtime to spare, a set far apart is helped on
+                self._respond_sent_at = now if out else None
+                if not out:
+                    self._respond_ok = now + p.goset_respond_holdoff
+                elif p.goset_respond_backoff and self._scarce(now):
+                    self._respond_ok = now + self._respond_gap
+                    self._respond_gap = min(2 * self._respond_gap, p.goset_respond_holdoff)
+                else:
+                    self._respond_gap = 2 * p.goset_interval_min
+                    self._respond_ok = now + self._respond_gap
         elif not self._round_done and now >= self._next_round:
             self._round_done = True
             out = self._round()

@@ -172,7 +172,7 @@ class Node:
         self._rng = rng if rng is not None else random.Random()
         self.admission = Admission(policy)
         self.goset = GosetSync(policy, self._rng, accept=policy.wants_feed,
-                               admit=self.admission.admit)
+                               admit=self.admission.admit, scarce=self._radio_scarce)
         self._faces: dict[str, _FaceState] = {}
         self._events: list[Event] = []
         self._entry_dmx: dict[bytes, bytes] = {}  # next-entry DMX -> fid
@@ -988,6 +988,11 @@ class Node:
         if paced and p.push_skip_start < 1.0 and now - fs.added < face.duty_window:
             share = max(p.push_skip_start, (now - fs.added) / face.duty_window)
         return fs.budget.used(now) > p.push_skip_load * share * face.duty_cycle * face.duty_window
+
+    def _radio_scarce(self, now: float) -> bool:
+        """Is any push face short of airtime (:meth:`_airtime_scarce`)?"""
+        return any(fs.relays is not None and self._airtime_scarce(fs, now)
+                   for fs in self._faces.values())
 
     def _budget_low(self, fs: _FaceState, now: float) -> bool:
         """Is less than ``push_reserve`` of a push face's airtime budget left?"""

@@ -170,3 +170,56 @@ def test_a_response_to_a_node_with_no_key_is_not_suppressed_by_equal_claims() ->
         g.respond_soon(3001.0, claim=True, insist=insist)
         sent = run(g, 3001.0 + DEFAULT.goset_respond_delay)
         assert [p for _, p in sent].count(full) == claims
+
+
+def _asks_to_a_neighbour_that_stays_different(g: GosetSync, start: float, until: float,
+                                              add_at: float | None = None) -> list[float]:
+    """A neighbour claims keys 10..30 with two we lack in between, and claims it again
+    after every ask of ours without ever helping: when our asks went out."""
+    theirs = make_claim([key(10), key(15), key(20), key(25), key(30)], 0, 4)
+    ask_range = (key(10), key(30))
+    g.on_packet(theirs, "radio", start)
+    times: list[float] = []
+    while (t := g.deadline()) is not None and t <= until:
+        if add_at is not None and t >= add_at:
+            assert g.add(key(99), add_at)  # a key of somebody else's arrives
+            add_at = None
+            continue
+        for out in g.on_timer(t):
+            p = decode_goset(out.packet)
+            if isinstance(p, Claim) and (p.lo, p.hi) == ask_range and p.cnt == 3:
+                times.append(t)
+                g.on_packet(theirs, "radio", t + 1.0)
+    return times
+
+
+def test_answers_to_a_difference_that_lasts_back_off_while_airtime_is_scarce() -> None:
+    """city-100's pocket nodes answered a neighbour whose set stayed different every
+    8-15 s and spent half their hour on claims; with goset_respond_backoff each answer
+    waits twice as long as the last (up to goset_respond_holdoff) while the radio is
+    short of airtime, and a key added starts it over."""
+    assert DEFAULT.goset_respond_backoff
+
+    def scarce_sync(scarce: bool) -> GosetSync:
+        g = GosetSync(DEFAULT, random.Random(3), scarce=lambda _now: scarce)
+        for i in (10, 20, 30):
+            g.add(key(i), 0.0)
+        run(g, 3000.0)
+        return g
+
+    for plain in (scarce_sync(False), sync(DEFAULT.with_(goset_respond_backoff=False), 3)):
+        run(plain, 3000.0)
+        steady = _asks_to_a_neighbour_that_stays_different(plain, 3000.0, 4000.0)
+        assert len(steady) > 50  # one every 2 x goset_interval_min .. goset_respond_delay
+
+    backing = _asks_to_a_neighbour_that_stays_different(scarce_sync(True), 3000.0, 4000.0)
+    gaps = [b - a for a, b in itertools.pairwise(backing)]
+    assert 5 <= len(backing) <= 12  # (the Trickle rounds ask too)
+    # the first wait is the response delay (up to goset_respond_delay); then 16, 32, 64 s
+    assert all(b >= 1.9 * a for a, b in itertools.pairwise(gaps[1:4]))
+
+    renewed = _asks_to_a_neighbour_that_stays_different(scarce_sync(True), 3000.0, 5000.0,
+                                                        add_at=4000.0)
+    after = [t for t in renewed if t > 4000.0]
+    assert len(after) >= 3
+    assert after[1] - after[0] <= 2 * DEFAULT.goset_interval_min + DEFAULT.goset_respond_delay
