@@ -124,6 +124,16 @@ def _print_requests(answer: dict[str, Any]) -> None:
         print("subscriptions:")
         for s in subs:
             print(f"  {s}")
+    for a in answer.get("asked", []):
+        peer, outcome = a.get("peer"), a.get("outcome")
+        if outcome == "pending":
+            print(f"asked {peer} for a subscription: no answer yet")
+        elif outcome == "not_found":
+            print(f"asked {peer} for a subscription: refused, not_found (the peer had no "
+                  f"contract with the ISP yet); once it has onboarded, ask again: "
+                  f"tinyssb isp subscribe {peer}")
+        else:
+            print(f"asked {peer} for a subscription: refused, {outcome}")
 
 
 def _print_inbox(answer: dict[str, Any]) -> None:
@@ -192,8 +202,9 @@ def add_isp_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
            args=(peer,))
     simple("subscribe", "client: ask for a subscription to another client of the ISP",
            None, "subscribe", args=(peer,))
-    simple("requests", "client: subscription requests waiting for an answer, and the "
-           "subscriptions", None, "requests", _print_requests)
+    simple("requests", "client: subscription requests waiting for an answer, the "
+           "subscriptions, and ours still unanswered or refused", None, "requests",
+           _print_requests)
     simple("accept", "client: accept a subscription request", None, "accept",
            args=(ref,))
     simple("reject", "client: reject a subscription request", None, "reject",

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from . import datapath
 from .context import Ctx, fid_s
 from .messages import (
+    REASON_NOT_FOUND,
     REASON_REJECTED,
     Message,
     OnboardAck,
@@ -27,9 +28,11 @@ from .messages import (
 )
 from .model import ClientSub, Contract, Cursor, Incoming, IspError, Phase
 from .side import Side
-from .views import C2cMessage
+from .views import AskedSubscription, C2cMessage
 
 __all__ = ["ClientSide"]
+
+_ASKED_OUTCOMES = frozenset({"pending", REASON_REJECTED, REASON_NOT_FOUND})
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +95,23 @@ class ClientSide(Side):
         log.info("%s: asked %s for a subscription (ref %s)", self.ctx.node.name, fid_s(peer),
                  fid_s(entry.msg_id))
         return entry.msg_id
+
+    def asked(self) -> list[AskedSubscription]:
+        """Our subscription requests in the current contract still waiting for their
+        answer, or refused (unless we asked that peer again since), oldest first."""
+        c = self.contract()
+        if c is None:
+            return []
+        asked: list[AskedSubscription] = []
+        for _, mid, msg in self.ctx.messages(c.own_ctrl):
+            if not isinstance(msg, SubReq):
+                continue
+            asked = [a for a in asked if a.peer != msg.target_root]  # asked again since
+            sub = c.subs.get(mid)
+            outcome = "pending" if sub is not None else self.state.outcomes.get(mid)
+            if (sub is None or not sub.active) and outcome in _ASKED_OUTCOMES:
+                asked.append(AskedSubscription(mid, msg.target_root, outcome))
+        return asked
 
     def _incoming(self, ref: bytes) -> tuple[Contract, Incoming]:
         c = self.established()

@@ -23,7 +23,7 @@ from .isp import IspSide
 from .model import Contract, ContractParams, EngineState, IspError, Role
 from .side import Side
 from .storage import KeyStore, StateStore
-from .views import C2cMessage, ContractInfo, SubRequest, Subscription
+from .views import AskedSubscription, C2cMessage, ContractInfo, SubRequest, Subscription
 
 __all__ = ["DEFAULT_PARAMS", "IspEngine"]
 
@@ -191,6 +191,10 @@ class IspEngine:
         if c is None:
             return []
         return [SubRequest(i.ref, i.requester) for i in c.incoming.values()]
+
+    def asked(self) -> list[AskedSubscription]:
+        """Our own subscription requests still waiting for an answer, or refused."""
+        return self._as_client().asked()
 
     def accept(self, ref: bytes, now: float) -> None:
         client = self._as_client()

@@ -53,6 +53,17 @@ class SubRequest:
 
 
 @dataclass(slots=True, frozen=True)
+class AskedSubscription:
+    """A subscription we asked ``peer`` (root) for that is no subscription (yet):
+    ``outcome`` "pending" (no answer yet), "rejected" or "not_found" (the peer had no
+    contract with the ISP when it read our request)."""
+
+    ref: bytes
+    peer: bytes
+    outcome: str
+
+
+@dataclass(slots=True, frozen=True)
 class Subscription:
     """An accepted subscription with ``peer``: our c2c feed and theirs, how many of our
     entries were handed to the ISP and how many of theirs were delivered."""

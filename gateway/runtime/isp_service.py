@@ -192,7 +192,8 @@ class IspService:
 
     def _requests(self, _req: dict[str, Any], _now: float) -> dict[str, Any]:
         return {"requests": self.engine.requests(),
-                "subscriptions": self.engine.subscriptions()}
+                "subscriptions": self.engine.subscriptions(),
+                "asked": self.engine.asked()}
 
     def _accept(self, req: dict[str, Any], now: float) -> dict[str, Any]:
         ref = self._ref(req)

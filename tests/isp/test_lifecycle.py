@@ -15,6 +15,7 @@ from gateway.isp.messages import (
     data_set_name,
     decode_message,
 )
+from gateway.isp.views import AskedSubscription
 from gateway.wire import bipf
 from gateway.wire.entry import genesis_prev
 from gateway.wire.goset import xor_keys
@@ -205,8 +206,18 @@ def test_subscription_not_found() -> None:
     onboard(w, "c0")
     a, b = w.peers["c0"], w.peers["c1"]  # c1 is no client of the ISP
     ref = a.e.subscribe(b.root.fid, w.now)
+    assert a.e.asked() == [AskedSubscription(ref, b.root.fid, "pending")]
     w.run_until(lambda: a.e.outcome(ref) == "not_found")
     assert a.e.subscriptions() == [] and a.e.contracts()[0].pending == ()
+    # `tinyssb isp requests` shows the refusal (and says to ask again once c1 onboarded)
+    assert a.e.asked() == [AskedSubscription(ref, b.root.fid, "not_found")]
+    onboard(w, "c1")
+    again = a.e.subscribe(b.root.fid, w.now)
+    assert a.e.asked() == [AskedSubscription(again, b.root.fid, "pending")]
+    w.run_until(lambda: bool(b.e.requests()))
+    b.e.accept(again, w.now)
+    w.run_until(lambda: bool(a.e.subscriptions()))
+    assert a.e.asked() == []
 
 
 def test_refusal_without_a_reason_is_understood() -> None:

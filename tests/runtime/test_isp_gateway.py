@@ -10,6 +10,8 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gateway.cli import main
 from gateway.wire.ident import parse_id
 
@@ -69,6 +71,8 @@ def test_two_clients_chat_through_an_isp_gateway(tmp_path: Path) -> None:
 
         # subscription: alice asks, carol accepts (through the running gateways)
         ok(alice, "isp", "subscribe", ids[carol])
+        assert f"asked {ids[carol]} for a subscription: no answer yet" in ok(
+            alice, "isp", "requests")
         wait_for(lambda: bool(js(carol, "isp", "requests")["requests"]), LIMIT,
                  "request reaches carol", procs)
         (req,) = js(carol, "isp", "requests")["requests"]
@@ -76,6 +80,7 @@ def test_two_clients_chat_through_an_isp_gateway(tmp_path: Path) -> None:
         ok(carol, "isp", "accept", req["ref"])
         wait_for(lambda: bool(js(alice, "isp", "requests")["subscriptions"]), LIMIT,
                  "subscription stands at alice", procs)
+        assert js(alice, "isp", "requests")["asked"] == []
 
         for i in range(3):
             ok(alice, "send", ids[carol], f"hello carol {i}")
@@ -118,3 +123,19 @@ def test_mistakes_get_one_line_naming_the_fix(tmp_path: Path) -> None:
     assert code == 2 and err.count("\n") == 1
     code, _, err = cli(data, "isp", "serve", "--ws-listen", "0")  # a client is no ISP
     assert code == 2 and "client" in err
+
+
+def test_a_subscription_refused_as_not_found_says_to_ask_again(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from gateway.cli_isp import _print_requests
+
+    peer = "@" + "A" * 43 + "=.ed25519"
+    _print_requests({"requests": [], "subscriptions": [],
+                     "asked": [{"ref": "ab" * 20, "peer": peer, "outcome": "not_found"},
+                               {"ref": "cd" * 20, "peer": "@b.ed25519",
+                                "outcome": "rejected"}]})
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == (f"asked {peer} for a subscription: refused, not_found (the peer had "
+                      f"no contract with the ISP yet); once it has onboarded, ask again: "
+                      f"tinyssb isp subscribe {peer}")
+    assert out[2] == "asked @b.ed25519 for a subscription: refused, rejected"
