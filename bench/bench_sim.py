@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from firmware_sim.runner import CaptureSinks, build, capture_meta, run_scenario
+from firmware_sim.runner import CaptureSinks, build, capture_meta, few_collections, run_scenario
 from firmware_sim.scenario import load_scenario
 from firmware_sim.summary import ON_TIME_S
 from gateway import accel
@@ -53,7 +53,8 @@ def city(hours: float, capture: bool, background: bool) -> None:
         sinks = CaptureSinks(capture_meta(scenario, scenario.seed, "default"), out,
                              background=background)
         sim = build(scenario, capture=sinks.sink)
-        sim.run(scenario.duration)
+        with few_collections():  # as run_scenario (tinyssb sim run) does
+            sim.run(scenario.duration)
         summary = sinks.close()
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         child = _children_cpu() - child

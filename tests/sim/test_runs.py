@@ -87,3 +87,30 @@ def test_same_scenario_and_seed_give_identical_bytes(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", code, str(tmp_path / "d.cbor")], check=True,
                    cwd=ROOT, env=env, timeout=120)
     assert (tmp_path / "d.cbor").read_bytes() == first
+
+
+def test_a_run_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path) -> None:
+    """run_scenario collects garbage rarely while the simulation runs (the built
+    simulation frozen out of its sight); afterwards the process is as before, also when
+    the run fails."""
+    import gc
+
+    from firmware_sim import runner
+
+    before = gc.get_threshold()
+    seen: list[tuple[tuple[int, int, int], int]] = []
+    original = runner.Simulation.run
+
+    def spy(self: runner.Simulation, *args: object, **kw: object) -> object:
+        seen.append((gc.get_threshold(), gc.get_freeze_count()))
+        raise RuntimeError("stop")
+
+    runner.Simulation.run = spy  # type: ignore[method-assign,assignment]
+    try:
+        with pytest.raises(RuntimeError, match="stop"):
+            run_scenario(load_scenario("line-5"), None)
+    finally:
+        runner.Simulation.run = original  # type: ignore[method-assign]
+    (threshold, frozen), = seen
+    assert threshold[0] == runner.SIM_GC_THRESHOLD and frozen > 0
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
