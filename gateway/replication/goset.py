@@ -369,8 +369,8 @@ class GosetSync:
         self._respond_at = max(self._respond_want, self._respond_ok)
 
     def _progress(self) -> None:
-        """The sets came closer (a key added, a neighbour's set grew, a claim equal to
-        ours): responses that backed off may go soon again."""
+        """The sets came closer (a key added, a claim equal to ours): responses that
+        backed off may go soon again."""
         gap = 2 * self.policy.goset_interval_min
         if self._respond_gap <= gap:
             return

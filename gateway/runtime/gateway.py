@@ -45,14 +45,14 @@ from .isp_service import IspService, goset_filter, read_role
 __all__ = ["Gateway"]
 
 log = logging.getLogger("tinyssb.gateway")
+entry_log = logging.getLogger(ENTRIES)  # -v
+frame_log = logging.getLogger(FRAMES)  # -vv
 
 #: How long a starting gateway waits for its data directory's lock. A command run
 #: offline (`tinyssb isp contracts` while no gateway answers yet) holds it for a moment;
 #: another gateway holds it for good, and after this wait the start fails naming it.
 STORE_LOCK_WAIT_S = 10.0
 STORE_LOCK_POLL_S = 0.05
-entry_log = logging.getLogger(ENTRIES)  # -v
-frame_log = logging.getLogger(FRAMES)  # -vv
 
 
 def _what(fid: bytes | None, seq: int | None) -> str:
