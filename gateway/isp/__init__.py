@@ -15,9 +15,10 @@ from .storage import (
     MemoryStateStore,
     StateStore,
 )
-from .views import C2cMessage, ContractInfo, SubRequest, Subscription
+from .views import AskedSubscription, C2cMessage, ContractInfo, SubRequest, Subscription
 
 __all__ = [
+    "AskedSubscription",
     "C2cMessage",
     "ContractInfo",
     "ContractParams",

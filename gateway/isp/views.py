@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["C2cMessage", "ContractInfo", "SubRequest", "Subscription"]
+__all__ = ["AskedSubscription", "C2cMessage", "ContractInfo", "SubRequest", "Subscription"]
 
 
 @dataclass(slots=True, frozen=True)
