@@ -167,7 +167,7 @@ def test_a_gateway_on_a_directory_another_gateway_holds_fails_naming_it(
 
     async def scenario() -> None:
         async with running(data, []):
-            pass
+            raise AssertionError("a gateway started on a directory another one holds")
 
     with DiskStore(data), pytest.raises(StoreLockedError, match="in use by another"):
         run(scenario)
