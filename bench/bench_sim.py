@@ -4,6 +4,9 @@
 Usage: ``python3 bench/bench_sim.py [--hours H] [--no-capture] [--foreground]
 [--profile-hours H]``.
 
+0. The machine's pace: CPU seconds of a fixed plain-Python loop (:func:`machine_pace`),
+   to compare runs made at different times (the same code has measured twice as slow
+   on this machine from one day to the next).
 1. ``city-100`` (100 LoRa nodes, each publishing once an hour) for 24 virtual hours with
    the default policy, capture written to a temporary file: wall time, scheduler events
    per second, frames resolved at receivers per second, capture records and size.
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import heapq
 import io
 import os
 import pstats
@@ -38,6 +42,25 @@ from firmware_sim.scenario import load_scenario
 from firmware_sim.summary import ON_TIME_S
 from gateway import accel
 from gateway.stats import percentile
+
+PACE_ROUNDS = 1_000_000  # of the fixed workload below: 1.1-1.8 s of CPU here (27 Nov 2026)
+
+
+def machine_pace() -> float:
+    """CPU seconds of a fixed plain-Python workload (dict look-ups, small tuples, a heap:
+    what the simulation spends its time on): this machine's pace at the moment. The same
+    code took 49.8 s of wall on city-100 one afternoon and 97.7 s the next morning, so
+    compare runs made at different times by this figure too."""
+    start = time.process_time()
+    heap: list[tuple[float, int]] = []
+    table: dict[int, int] = {}
+    for i in range(PACE_ROUNDS):
+        key = (i * 7919) & 0xFFFF
+        table[key] = table.get(key ^ 1, 0) + 1
+        heapq.heappush(heap, (key * 0.5, i))
+        if len(heap) > 1024:
+            heapq.heappop(heap)
+    return time.process_time() - start
 
 
 def _children_cpu() -> float:
@@ -144,6 +167,8 @@ def main() -> int:
     if args.profile_only:
         profile(args.profile_hours)
         return 0
+    print(f"machine pace: {machine_pace():.2f} s of CPU for a fixed plain-Python workload "
+          "(the figures below scale with it; see machine_pace)", flush=True)
     city(args.hours, not args.no_capture, not args.foreground)
     if accel.active():  # cProfile sees nothing inside compiled functions
         print("(the profile runs the plain Python modules, TINYSSB_PURE=1)", flush=True)
