@@ -26,6 +26,9 @@ __all__ = ["ON_TIME_S", "Convergence", "Summary", "SummaryBuilder", "convergence
            "summarize"]
 
 
+WORST_SERVED = 5  # nodes named in the summary's "worst served" line
+
+
 @dataclass(slots=True)
 class Convergence:
     converged: bool
@@ -38,6 +41,9 @@ class Convergence:
     on_time: int  # ... of which complete within ON_TIME_S of the publication
     latencies: list[float] = field(default_factory=list)  # per entry complete everywhere:
     # time from its publication until the last node held it
+    # per node: entries it holds completely, and of those within ON_TIME_S
+    node_held: dict[str, int] = field(default_factory=dict)
+    node_on_time: dict[str, int] = field(default_factory=dict)
 
     @property
     def share(self) -> float:
@@ -50,6 +56,15 @@ class Convergence:
         """Share of (node, entry) pairs complete within ``ON_TIME_S`` of the publication."""
         total = self.nodes * self.entries
         return self.on_time / total if total else 1.0
+
+    def worst_served(self, n: int = WORST_SERVED) -> list[tuple[str, int, int]]:
+        """Up to ``n`` nodes that were late (or never complete) on some entry, fewest
+        pairs on time first: (node, entries on time, entries held completely). Where a
+        mesh needs another relay."""
+        late = [(node, on_time, self.node_held.get(node, 0))
+                for node, on_time in self.node_on_time.items() if on_time < self.entries]
+        late.sort(key=lambda x: (x[1], x[2], x[0]))
+        return late[:n]
 
 
 @dataclass(slots=True)
@@ -143,6 +158,8 @@ class SummaryBuilder:
         held_pairs = on_time = 0
         done_at = 0.0
         complete_nodes = {n: True for n in nodes}
+        node_held = dict.fromkeys(nodes, 0)
+        node_on_time = dict.fromkeys(nodes, 0)
         latencies: list[float] = []
         for (feed, seq), (t_pub, items) in self._published.items():
             last = t_pub
@@ -151,9 +168,11 @@ class SummaryBuilder:
                 held = self._held.get((node, feed, seq))
                 if held is not None and held[0] >= items:
                     held_pairs += 1
+                    node_held[node] += 1
                     last = max(last, held[1])
                     if held[1] - t_pub <= ON_TIME_S:
                         on_time += 1
+                        node_on_time[node] += 1
                 else:
                     everywhere = False
                     complete_nodes[node] = False
@@ -164,7 +183,7 @@ class SummaryBuilder:
         last_pub = max((p[0] for p in self._published.values()), default=None)
         return Convergence(converged, done_at if converged else None, last_pub, len(nodes),
                            sum(complete_nodes.values()), len(self._published), held_pairs,
-                           on_time, latencies)
+                           on_time, latencies, node_held, node_on_time)
 
     def result(self) -> Summary:
         return Summary(self.meta, self.convergence(), self.tx_frames, self.tx_airtime,
@@ -205,6 +224,8 @@ def summary_json(s: Summary) -> dict[str, Any]:
         "last_publication_t": c.last_publication, "nodes": c.nodes,
         "nodes_complete": c.nodes_complete, "entries": c.entries, "held_pairs": c.held,
         "share": c.share, "on_time_pairs": c.on_time, "on_time_share": c.on_time_share,
+        "per_node": {node: {"held": c.node_held.get(node, 0), "on_time": on_time}
+                     for node, on_time in sorted(c.node_on_time.items())},
         "spread": ({"median": percentile(lat, 0.5), "p95": percentile(lat, 0.95),
                     "max": lat[-1], "entries": len(lat)} if lat else None),
         "tx": {kind: {"frames": s.tx_frames[kind], "airtime_s": s.tx_airtime.get(kind, 0.0),
@@ -236,6 +257,12 @@ def format_summary(s: Summary) -> str:
     if c.entries and c.nodes:
         lines.append(f"complete within {ON_TIME_S:.0f} s of publication: {c.on_time_share:.1%} "
                      f"of (node, entry) pairs")
+        worst = c.worst_served()
+        if worst and c.nodes > 1:
+            lines.append(f"worst served (share of the {c.entries} entries within "
+                         f"{ON_TIME_S:.0f} s; held at the end): " + ", ".join(
+                             f"{node} {on_time / c.entries:.1%} ({held})"
+                             for node, on_time, held in worst))
     lines.append("")
     lines.append(f"{'kind':<10} {'frames':>9} {'airtime s':>11} {'bytes':>11}")
     for kind in sorted(s.tx_frames, key=lambda k: (-s.tx_airtime.get(k, 0.0), k)):

@@ -171,6 +171,32 @@ def test_summary_counts_pairs_complete_within_900_s() -> None:
     assert summary_json(s)["on_time_pairs"] == 3
 
 
+def test_summary_names_the_worst_served_nodes() -> None:
+    """The nodes late on some entry, fewest on time first, with what they held at the end:
+    where a mesh needs another relay. A node that is never late is not named."""
+    one, two = bytes(32), bytes([1]) * 32
+    b = SummaryBuilder()
+    b.write(Record(0.0, "simulator", Direction.META, meta={"nodes": ["a", "b", "c", "d"]}))
+    for fid, t in ((one, 10.0), (two, 20.0)):
+        b.write(Record(t, "a", Direction.STORE, kind="entry", feed=fid, seq=1))
+        b.write(Record(t + 5.0, "d", Direction.STORE, "lora0", kind="entry", feed=fid, seq=1))
+    b.write(Record(15.0, "b", Direction.STORE, "lora0", kind="entry", feed=one, seq=1))
+    b.write(Record(20.0 + ON_TIME_S + 1, "b", Direction.STORE, "lora0", kind="entry", feed=two,
+                   seq=1))
+    b.write(Record(5000.0, "c", Direction.STORE, "lora0", kind="entry", feed=one, seq=1))
+    s = b.result()
+    c = s.convergence
+    assert c.worst_served() == [("c", 0, 1), ("b", 1, 2)]
+    assert ("worst served (share of the 2 entries within 900 s; held at the end): "
+            "c 0.0% (1), b 50.0% (2)") in format_summary(s)
+    per_node = summary_json(s)["per_node"]
+    assert per_node["a"] == {"held": 2, "on_time": 2} and per_node["c"] == {"held": 1,
+                                                                          "on_time": 0}
+    # everyone on time: no such line
+    b.write(Record(30.0, "simulator", Direction.META, meta={"nodes": ["a", "d"]}))
+    assert "worst served" not in format_summary(b.result())
+
+
 class Echo:
     """A toy app: answers every entry of ``watch`` with one entry of its own feed."""
 
