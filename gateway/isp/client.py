@@ -102,16 +102,16 @@ class ClientSide(Side):
         c = self.contract()
         if c is None:
             return []
-        asked: list[AskedSubscription] = []
+        asked: dict[bytes, AskedSubscription] = {}  # peer -> our latest request to it
         for _, mid, msg in self.ctx.messages(c.own_ctrl):
             if not isinstance(msg, SubReq):
                 continue
-            asked = [a for a in asked if a.peer != msg.target_root]  # asked again since
+            asked.pop(msg.target_root, None)  # asked again since: the later one counts
             sub = c.subs.get(mid)
             outcome = "pending" if sub is not None else self.state.outcomes.get(mid)
             if (sub is None or not sub.active) and outcome in _ASKED_OUTCOMES:
-                asked.append(AskedSubscription(mid, msg.target_root, outcome))
-        return asked
+                asked[msg.target_root] = AskedSubscription(mid, msg.target_root, outcome)
+        return list(asked.values())
 
     def _incoming(self, ref: bytes) -> tuple[Contract, Incoming]:
         c = self.established()

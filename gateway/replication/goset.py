@@ -121,7 +121,7 @@ class GosetSync:
         self._respond_ok = float("-inf")  # no response round before this time
         # wait after a response round that sent something (goset_respond_backoff), when
         # the last one did, and when the pending response was asked for
-        self._respond_gap = 2 * policy.goset_interval_min
+        self._respond_gap = self._first_gap
         self._respond_sent_at: float | None = None
         self._respond_want = float("-inf")
         # counters
@@ -368,10 +368,15 @@ class GosetSync:
         self._respond_want = now + self._rng.uniform(0.5, 1.0) * p.goset_respond_delay
         self._respond_at = max(self._respond_want, self._respond_ok)
 
+    @property
+    def _first_gap(self) -> float:
+        """The wait after a response round that sent something, before any backing off."""
+        return 2 * self.policy.goset_interval_min
+
     def _progress(self) -> None:
         """The sets came closer (a key added, a claim equal to ours): responses that
         backed off may go soon again."""
-        gap = 2 * self.policy.goset_interval_min
+        gap = self._first_gap
         if self._respond_gap <= gap:
             return
         self._respond_gap = gap
@@ -418,7 +423,7 @@ class GosetSync:
                     self._respond_ok = now + self._respond_gap
                     self._respond_gap = min(2 * self._respond_gap, p.goset_respond_holdoff)
                 else:
-                    self._respond_gap = 2 * p.goset_interval_min
+                    self._respond_gap = self._first_gap
                     self._respond_ok = now + self._respond_gap
         elif not self._round_done and now >= self._next_round:
             self._round_done = True
