@@ -188,6 +188,7 @@ class Node:
         # one item by different neighbours arrive in any order, and a chunk heard before
         # its entry (or an entry before its predecessor) is taken once that one is stored
         self._orphans: OrderedDict[bytes, float] = OrderedDict()  # -> when first heard
+        self._orphan_copies: dict[bytes, int] = {}  # orphans heard more than once -> copies
         # the GOSET state (XOR) a neighbour last showed it holds too (an equal claim, a
         # WANT/CHNK under our DMX): while ours differs, nobody understands our requests
         self._agreed_state: bytes | None = None
@@ -679,16 +680,19 @@ class Node:
         elif (self.policy.hint_unmatched and report.drop is Drop.NO_MATCH
               and len(packet) == PACKET_LEN and packet not in self._recent):
             orphans = self._orphans
-            orphans.setdefault(packet, now)
+            if packet not in orphans:
+                orphans[packet] = now
+            elif self.policy.orphan_copies:
+                self._orphan_copies[packet] = self._orphan_copies.get(packet, 1) + 1
             if len(orphans) > _ORPHANS_MAX:
-                orphans.popitem(last=False)
+                self._orphan_copies.pop(orphans.popitem(last=False)[0], None)
             first = next(iter(orphans.values()))
             if now - first > self.policy.goset_respond_delay:
                 # frames that stay unplaceable through the repairs: entries of a feed we
                 # do not know (its novelty missed us) — compare sets with a claim soon
                 self.goset.respond_soon(now, claim=True)
                 while orphans and next(iter(orphans.values())) < now - _ORPHAN_LIFE:
-                    orphans.popitem(last=False)
+                    self._orphan_copies.pop(orphans.popitem(last=False)[0], None)
             if self._agreed(now) and isinstance(fs.timer, RepairTimer):
                 # an entry or chunk we could not place and do not hold: a neighbour has
                 # news (an entry after one we missed, a chunk of an entry we lack); more
@@ -712,6 +716,7 @@ class Node:
                         and not self.store.expects_chunk(hash20(packet))):
                     continue
                 del self._orphans[packet]
+                copies = self._orphan_copies.pop(packet, 1)
                 taken = self._ingest(packet)
                 if not taken.stored:
                     continue
@@ -720,7 +725,7 @@ class Node:
                 report.stored.extend(taken.stored)
                 if taken.fid is not None and taken.fid in self.goset:
                     self._push(now, packet, taken.kind, fs.face.name, taken.fid, taken.seq,
-                               taken.cnr)
+                               taken.cnr, copies)
 
     def _agree(self, now: float) -> None:
         """A neighbour holds our GOSET: requests are understood. If that is news (we
@@ -765,9 +770,11 @@ class Node:
             recent.popitem(last=False)
 
     def _push(self, now: float, packet: bytes, kind: FrameKind, heard_on: str | None,
-              fid: bytes | None = None, seq: int | None = None, cnr: int | None = None) -> None:
+              fid: bytes | None = None, seq: int | None = None, cnr: int | None = None,
+              copies: int = 1) -> None:
         """Relay ``packet`` once on every push face, after a random delay of a few
-        airtimes, unless neighbours say it often enough first (:mod:`.relay`)."""
+        airtimes, unless neighbours say it often enough first (:mod:`.relay`);
+        ``copies``: how often it was heard on ``heard_on`` already."""
         if kind is not FrameKind.NOVELTY and self.policy.hint_unmatched:
             self._remember(packet)
         if not self.policy.push:
@@ -798,15 +805,18 @@ class Node:
                         and self._rng.random()
                         < p.push_echo_skip * (1.0 - dense) * (1.0 - fs.echo_rate))
             if name == heard_on:
-                fs.copies[packet] = 1
+                fs.copies[packet] = copies
                 if len(fs.copies) > _COPIES_KEPT:
                     fs.density += 0.05 * (fs.copies.popitem(last=False)[1] - fs.density)
             if skip:
                 self.stats.relays_skipped += 1
                 continue
-            heard = int(name == heard_on)
+            heard = copies if name == heard_on else 0
             if kind is FrameKind.NOVELTY:  # cheap, and every frame of its feed needs it
                 heard -= p.push_novelty_extra
+            if heard >= fs.relays.redundancy:  # heard often enough while we could not place it
+                fs.relays.cancelled += 1
+                continue
             fs.relays.schedule(Relay(packet, kind, now + delay, heard, fid, seq, cnr))
 
     def _ingest(self, packet: bytes) -> RxReport:

@@ -162,6 +162,33 @@ def test_a_chunk_heard_before_its_entry_is_kept_and_taken() -> None:
     assert node.stats.orphans_adopted == 1
 
 
+def _relayed_after_orphan(chunk_copies: int, policy=DEFAULT) -> set[FrameKind]:
+    """What a node relays of a post whose chunk it heard ``chunk_copies`` times before
+    the entry that makes the chunk expected."""
+    node = Node(MemoryStore(), policy=policy, rng=random.Random(1))
+    node.add_face(RADIO, 0.0)
+    k = key(51)
+    node.follow(k.fid, 0.0)
+    (entry,) = build_feed(k, [b"q" * 200])
+    for i in range(chunk_copies):
+        node.receive(1.0 + i, "radio", add_crc(entry.chunks[0]))
+    node.receive(5.0, "radio", add_crc(entry.packet))
+    t, sent = 5.0, []
+    while t < 120.0:
+        sent += node.frames_to_send(t)
+        t = max(t + 0.01, node.next_deadline() or t + 1.0)
+    return {o.kind for o in sent if o.frame in (add_crc(entry.packet), add_crc(entry.chunks[0]))}
+
+
+def test_a_chunk_heard_twice_before_its_entry_is_not_relayed() -> None:
+    # two neighbours sent it: they hold it, and so does whoever heard them
+    assert _relayed_after_orphan(2) == {FrameKind.ENTRY}
+    # heard once, it goes on as any relay would (unless a second copy comes first)
+    assert _relayed_after_orphan(1) == {FrameKind.ENTRY, FrameKind.CHUNK}
+    assert _relayed_after_orphan(2, DEFAULT.with_(orphan_copies=False)) == {
+        FrameKind.ENTRY, FrameKind.CHUNK}
+
+
 def test_relays_of_one_feed_leave_in_order_whatever_their_delay() -> None:
     q = RelayQueue(redundancy=2, capacity=8)
     fid = bytes(32)
