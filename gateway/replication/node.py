@@ -187,8 +187,8 @@ class Node:
         # packet-sized frames we could not place, newest last (push policies): relays of
         # one item by different neighbours arrive in any order, and a chunk heard before
         # its entry (or an entry before its predecessor) is taken once that one is stored
-        self._orphans: OrderedDict[bytes, float] = OrderedDict()  # -> when first heard
-        self._orphan_copies: dict[bytes, int] = {}  # orphans heard more than once -> copies
+        # -> when first heard, and how often (orphan_copies; else 1)
+        self._orphans: OrderedDict[bytes, tuple[float, int]] = OrderedDict()
         # the GOSET state (XOR) a neighbour last showed it holds too (an equal claim, a
         # WANT/CHNK under our DMX): while ours differs, nobody understands our requests
         self._agreed_state: bytes | None = None
@@ -680,19 +680,20 @@ class Node:
         elif (self.policy.hint_unmatched and report.drop is Drop.NO_MATCH
               and len(packet) == PACKET_LEN and packet not in self._recent):
             orphans = self._orphans
-            if packet not in orphans:
-                orphans[packet] = now
+            kept = orphans.get(packet)
+            if kept is None:
+                orphans[packet] = (now, 1)
             elif self.policy.orphan_copies:
-                self._orphan_copies[packet] = self._orphan_copies.get(packet, 1) + 1
+                orphans[packet] = (kept[0], kept[1] + 1)
             if len(orphans) > _ORPHANS_MAX:
-                self._orphan_copies.pop(orphans.popitem(last=False)[0], None)
-            first = next(iter(orphans.values()))
+                orphans.popitem(last=False)
+            first = next(iter(orphans.values()))[0]
             if now - first > self.policy.goset_respond_delay:
                 # frames that stay unplaceable through the repairs: entries of a feed we
                 # do not know (its novelty missed us) — compare sets with a claim soon
                 self.goset.respond_soon(now, claim=True)
-                while orphans and next(iter(orphans.values())) < now - _ORPHAN_LIFE:
-                    self._orphan_copies.pop(orphans.popitem(last=False)[0], None)
+                while orphans and next(iter(orphans.values()))[0] < now - _ORPHAN_LIFE:
+                    orphans.popitem(last=False)
             if self._agreed(now) and isinstance(fs.timer, RepairTimer):
                 # an entry or chunk we could not place and do not hold: a neighbour has
                 # news (an entry after one we missed, a chunk of an entry we lack); more
@@ -715,8 +716,7 @@ class Node:
                 if (packet[:DMX_LEN] not in self._entry_dmx
                         and not self.store.expects_chunk(hash20(packet))):
                     continue
-                del self._orphans[packet]
-                copies = self._orphan_copies.pop(packet, 1)
+                copies = self._orphans.pop(packet)[1]
                 taken = self._ingest(packet)
                 if not taken.stored:
                     continue
@@ -814,9 +814,6 @@ class Node:
             heard = copies if name == heard_on else 0
             if kind is FrameKind.NOVELTY:  # cheap, and every frame of its feed needs it
                 heard -= p.push_novelty_extra
-            if heard >= fs.relays.redundancy:  # heard often enough while we could not place it
-                fs.relays.cancelled += 1
-                continue
             fs.relays.schedule(Relay(packet, kind, now + delay, heard, fid, seq, cnr))
 
     def _ingest(self, packet: bytes) -> RxReport:

@@ -87,7 +87,12 @@ class RelayQueue:
         return packet in self._items
 
     def schedule(self, relay: Relay) -> bool:
-        """Add ``relay`` (no earlier than its feed's previous one); False if known."""
+        """Add ``relay`` (no earlier than its feed's previous one); False if known, or if
+        its copies heard already reach the redundancy (cancelled at once: copies heard
+        before the item could be stored count too)."""
+        if relay.heard >= self.redundancy:
+            self.cancelled += 1
+            return False
         if relay.packet in self._items:
             return False
         if relay.fid is not None:
