@@ -22,6 +22,8 @@ from typing import Any
 from gateway.capture import Direction, Record, read_capture
 from gateway.stats import percentile
 
+from .dutybound import DUTY_BOUND_SHARE, DUTY_WINDOW_S, DutyTracker
+
 __all__ = ["ON_TIME_S", "Convergence", "Summary", "SummaryBuilder", "convergence", "format_summary",
            "summarize"]
 
@@ -78,6 +80,9 @@ class Summary:
     drops: Counter[str]
     end: float  # time of the last record
     notes: list[str] = field(default_factory=list)  # what the run adds (a tinyISP report)
+    # per radio node: seconds its trailing hour held more than DUTY_BOUND_SHARE of its
+    # duty-cycle budget (only where the capture says which duty cycle applies)
+    duty_bound: dict[str, float] = field(default_factory=dict)
 
     @property
     def collisions(self) -> int:
@@ -105,10 +110,15 @@ class SummaryBuilder:
         self.rx_frames = 0
         self.drops: Counter[str] = Counter()
         self.end = 0.0
+        self._duty: dict[str, DutyTracker] = {}
+        self._duty_threshold = 0.0  # seconds per window; 0: no duty cycle known
 
     def write(self, record: Record) -> None:
         if record.dir is Direction.META:
             self.meta = dict(record.meta)
+            duty = self.meta.get("duty_cycle")
+            self._duty_threshold = (DUTY_BOUND_SHARE * float(duty) * DUTY_WINDOW_S
+                                    if isinstance(duty, int | float) and duty > 0 else 0.0)
             return
         self.write_fields(record.t, record.node, record.dir, record.face, record.frame,
                           record.kind, record.feed, record.seq, record.cnr, record.reason,
@@ -132,6 +142,11 @@ class SummaryBuilder:
             self.tx_frames[kind] += 1
             self.tx_airtime[kind] = self.tx_airtime.get(kind, 0.0) + (air or 0.0)
             self.tx_bytes[kind] += len(frame or b"")
+            if air and self._duty_threshold:
+                tracker = self._duty.get(node)
+                if tracker is None:
+                    tracker = self._duty[node] = DutyTracker(self._duty_threshold)
+                tracker.send(t, air)
         elif direction is _STORE and feed is not None and seq is not None:
             entry = (feed, seq)
             if face is None:  # the author's own publication
@@ -186,8 +201,12 @@ class SummaryBuilder:
                            on_time, latencies, node_held, node_on_time)
 
     def result(self) -> Summary:
+        end = max(self.end, float(self.meta.get("duration") or 0.0))
+        for tracker in self._duty.values():
+            tracker.advance(end)
         return Summary(self.meta, self.convergence(), self.tx_frames, self.tx_airtime,
-                       self.tx_bytes, self.rx_frames, self.drops, self.end)
+                       self.tx_bytes, self.rx_frames, self.drops, self.end,
+                       duty_bound={node: tr.bound for node, tr in sorted(self._duty.items())})
 
 
 def summarize(source: str | os.PathLike[str] | Iterable[Record]) -> Summary:
@@ -232,7 +251,33 @@ def summary_json(s: Summary) -> dict[str, Any]:
                       "bytes": s.tx_bytes[kind]} for kind in sorted(s.tx_frames)},
         "rx_frames": s.rx_frames, "drops": dict(s.drops), "end_t": s.end,
         "notes": list(s.notes),
+        "duty_bound_s": dict(s.duty_bound),
     }
+
+
+DUTY_BOUND_NAMED = 8  # nodes named in the duty-bound line
+
+
+def _duty_line(s: Summary, span: float) -> str:
+    """The nodes whose trailing hour held more than ``DUTY_BOUND_SHARE`` of their budget
+    for more than half the run, and the late pairs they hold."""
+    c = s.convergence
+    share = {node: bound / span for node, bound in s.duty_bound.items()}
+    ranked = sorted(share, key=lambda n: (-share[n], n))
+    head = f"duty-bound (trailing hour above {DUTY_BOUND_SHARE:.0%} of the budget): "
+    bound = [n for n in ranked if share[n] > 0.5]
+    if not bound:
+        top = ranked[0]
+        return head + f"no node for half the run; the most, {top} {share[top]:.0%} of it"
+    named = ", ".join(f"{n} {share[n]:.0%}" for n in bound[:DUTY_BOUND_NAMED])
+    more = " ..." if len(bound) > DUTY_BOUND_NAMED else ""
+    line = head + f"{len(bound)} of {c.nodes} nodes for more than half the run: {named}{more}"
+    late = {n: c.entries - on_time for n, on_time in c.node_on_time.items()}
+    total = sum(late.values())
+    if total:
+        theirs = sum(late.get(n, 0) for n in bound)
+        line += f"; they hold {theirs} of the {total} late (node, entry) pairs"
+    return line
 
 
 def format_summary(s: Summary) -> str:
@@ -278,6 +323,8 @@ def format_summary(s: Summary) -> str:
         limit = f"duty-cycle limit {duty:.1%} of any hour = {duty * 3600:.0f} s" if duty else ""
         note = f" ({rate}{limit})" if rate or limit else ""
         lines.append(f"airtime per node: {total_air / c.nodes:.1f} s in {hours:.2f} h{note}")
+    if any(s.duty_bound.values()) and hours:
+        lines.append(_duty_line(s, hours * 3600))
     bound = m.get("airtime_lower_bound_s")
     if bound and total_air > 0:
         lines.append(f"airtime lower bound: {bound:.1f} s ({m.get('lower_bound_broadcasts')} "

@@ -197,6 +197,38 @@ def test_summary_names_the_worst_served_nodes() -> None:
     assert "worst served" not in format_summary(b.result())
 
 
+def test_summary_names_the_nodes_at_their_duty_cycle_limit() -> None:
+    """A node whose trailing hour held more than 85 % of its 1 % budget (30.6 s) for more
+    than half the run is named, with the late pairs such nodes hold; its transmissions
+    say so, whatever the policy."""
+    fid = bytes(32)
+    b = SummaryBuilder()
+    b.write(Record(0.0, "simulator", Direction.META,
+                   meta={"nodes": ["a", "b", "c"], "duty_cycle": 0.01, "duration": 4000.0}))
+    b.write(Record(0.0, "a", Direction.STORE, kind="entry", feed=fid, seq=1))
+    for i in range(20):  # 32 s of airtime from t = 19 s on: over 30.6 s until 3,600 s
+        b.write(Record(float(i), "b", Direction.TX, "lora0", frame=bytes(10), kind="entry",
+                       air=1.6))
+    b.write(Record(5.0, "c", Direction.TX, "lora0", frame=bytes(10), kind="want", air=0.2))
+    b.write(Record(1000.0, "b", Direction.STORE, "lora0", kind="entry", feed=fid, seq=1))
+    b.write(Record(10.0, "c", Direction.STORE, "lora0", kind="entry", feed=fid, seq=1))
+    s = b.result()
+    assert s.duty_bound["b"] == pytest.approx(3581.0)
+    assert s.duty_bound["c"] == 0.0
+    assert ("duty-bound (trailing hour above 85% of the budget): 1 of 3 nodes for more "
+            "than half the run: b 90%; they hold 1 of the 1 late (node, entry) pairs"
+            ) in format_summary(s)
+    assert summary_json(s)["duty_bound_s"]["b"] == pytest.approx(3581.0)
+
+
+def test_summary_says_nothing_of_the_duty_cycle_where_no_node_reached_it() -> None:
+    b = SummaryBuilder()
+    b.write(Record(0.0, "simulator", Direction.META,
+                   meta={"nodes": ["a"], "duty_cycle": 0.01, "duration": 600.0}))
+    b.write(Record(1.0, "a", Direction.TX, "lora0", frame=bytes(10), kind="want", air=0.2))
+    assert "duty-bound" not in format_summary(b.result())
+
+
 class Echo:
     """A toy app: answers every entry of ``watch`` with one entry of its own feed."""
 
