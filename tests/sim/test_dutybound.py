@@ -3,6 +3,8 @@ transmissions (``firmware_sim.dutybound``)."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,7 +19,7 @@ def _bound_by_breakpoints(sends: list[tuple[float, float]], threshold: float, wi
     points = sorted({0.0, end, *(t for t, _ in sends), *(t + window for t, _ in sends)})
     points = [p for p in points if p <= end]
     total = 0.0
-    for a, b in zip(points, points[1:], strict=False):
+    for a, b in itertools.pairwise(points):
         used = sum(round(air * 1e6) for t, air in sends if t <= a < t + window)
         if used > round(threshold * 1e6):
             total += b - a
