@@ -16,10 +16,14 @@ from __future__ import annotations
 
 from collections import deque
 
+from gateway.replication.policy import DEFAULT
+
 __all__ = ["DUTY_BOUND_SHARE", "DUTY_WINDOW_S", "DutyTracker"]
 
-DUTY_BOUND_SHARE = 0.85  # of the budget: the default preset's requests stop there
-DUTY_WINDOW_S = 3600.0  # ETSI EN 300 220: the duty cycle counts over any hour
+# of the budget: where the default preset's requests stop (its ``push_reserve`` is left)
+DUTY_BOUND_SHARE = 1.0 - DEFAULT.push_reserve
+# ETSI EN 300 220: the duty cycle counts over any hour (captures that do not say)
+DUTY_WINDOW_S = 3600.0
 
 
 class DutyTracker:

@@ -169,7 +169,8 @@ def capture_meta(scenario: Scenario, seed: int, policy: str) -> dict[str, Any]:
     return {**extra, "scenario": scenario.name, "seed": seed, "policy": policy,
             "profile": scenario.radio.profile, "sf": p.sf, "bandwidth_hz": p.bandwidth_hz,
             "frequency_hz": p.frequency_hz, "tx_power_dbm": p.tx_power_dbm,
-            "duty_cycle": scenario.radio.duty_cycle, "path_loss": scenario.radio.path_loss.name,
+            "duty_cycle": scenario.radio.duty_cycle, "duty_window": scenario.radio.duty_window,
+            "path_loss": scenario.radio.path_loss.name,
             "duration": scenario.duration, "nodes": [n.name for n in scenario.nodes]}
 
 

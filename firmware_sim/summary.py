@@ -112,12 +112,14 @@ class SummaryBuilder:
         self.end = 0.0
         self._duty: dict[str, DutyTracker] = {}
         self._duty_threshold = 0.0  # seconds per window; 0: no duty cycle known
+        self._duty_window = DUTY_WINDOW_S  # the capture's, once its header says
 
     def write(self, record: Record) -> None:
         if record.dir is Direction.META:
             self.meta = dict(record.meta)
             duty = self.meta.get("duty_cycle")
-            self._duty_threshold = (DUTY_BOUND_SHARE * float(duty) * DUTY_WINDOW_S
+            self._duty_window = float(self.meta.get("duty_window") or DUTY_WINDOW_S)
+            self._duty_threshold = (DUTY_BOUND_SHARE * float(duty) * self._duty_window
                                     if isinstance(duty, int | float) and duty > 0 else 0.0)
             return
         self.write_fields(record.t, record.node, record.dir, record.face, record.frame,
@@ -145,7 +147,8 @@ class SummaryBuilder:
             if air and self._duty_threshold:
                 tracker = self._duty.get(node)
                 if tracker is None:
-                    tracker = self._duty[node] = DutyTracker(self._duty_threshold)
+                    tracker = self._duty[node] = DutyTracker(self._duty_threshold,
+                                                             self._duty_window)
                 tracker.send(t, air)
         elif direction is _STORE and feed is not None and seq is not None:
             entry = (feed, seq)
@@ -264,7 +267,9 @@ def _duty_line(s: Summary, span: float) -> str:
     c = s.convergence
     share = {node: bound / span for node, bound in s.duty_bound.items()}
     ranked = sorted(share, key=lambda n: (-share[n], n))
-    head = f"duty-bound (trailing hour above {DUTY_BOUND_SHARE:.0%} of the budget): "
+    window = float(s.meta.get("duty_window") or DUTY_WINDOW_S)
+    trailing = "hour" if window == DUTY_WINDOW_S else f"{window:g} s"
+    head = f"duty-bound (trailing {trailing} above {DUTY_BOUND_SHARE:.0%} of the budget): "
     bound = [n for n in ranked if share[n] > 0.5]
     if not bound:
         top = ranked[0]

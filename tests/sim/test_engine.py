@@ -221,6 +221,20 @@ def test_summary_names_the_nodes_at_their_duty_cycle_limit() -> None:
     assert summary_json(s)["duty_bound_s"]["b"] == pytest.approx(3581.0)
 
 
+def test_summary_counts_the_duty_cycle_over_the_window_the_capture_names() -> None:
+    """A scenario may set another window than the hour (``duty_window``): 8.5 s of a 1 %
+    budget over 1,000 s is the limit there."""
+    b = SummaryBuilder()
+    b.write(Record(0.0, "simulator", Direction.META,
+                   meta={"nodes": ["a"], "duty_cycle": 0.01, "duty_window": 1000.0,
+                         "duration": 1500.0}))
+    b.write(Record(0.0, "a", Direction.TX, "lora0", frame=bytes(10), kind="entry", air=9.0))
+    s = b.result()
+    assert s.duty_bound["a"] == pytest.approx(1000.0)  # until the frame leaves the window
+    assert "duty-bound (trailing 1000 s above 85% of the budget): 1 of 1 nodes" in (
+        format_summary(s))
+
+
 def test_summary_says_nothing_of_the_duty_cycle_where_no_node_reached_it() -> None:
     b = SummaryBuilder()
     b.write(Record(0.0, "simulator", Direction.META,
