@@ -34,7 +34,8 @@ from gateway.wire.entry import PACKET_LEN, build_chain20
 from .channel import LoRaChannel, shadow_levels
 from .scenario import Scenario
 
-__all__ = ["AirtimeBound", "Headroom", "greedy_cds", "lower_bound", "receive_headroom"]
+__all__ = ["AirtimeBound", "Headroom", "decode_share", "greedy_cds", "items_of", "lower_bound",
+           "receive_headroom"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -76,7 +77,7 @@ def _lora_channel(scenario: Scenario) -> tuple[LoRaChannel, dict[str, int]]:
     return channel, index
 
 
-def _items(size: int) -> int:
+def items_of(size: int) -> int:
     """Items of one publication of ``size`` bytes: the entry and its side-chain chunks."""
     return 1 + len(build_chain20(bytes(size))[1])
 
@@ -130,7 +131,7 @@ def lower_bound(scenario: Scenario, published: Iterable[tuple[str, int]]
     per_author: dict[str, int] = {}
     items = broadcasts = 0
     for author, size in published:
-        n_items = _items(size)
+        n_items = items_of(size)
         if author not in per_author:
             per_author[author] = _broadcasts_from(author, lora, islands, reach)
         items += n_items
@@ -159,7 +160,7 @@ class Headroom:
         return sorted(n for n, r in self.ratios.items() if r < 1.0)
 
 
-def _decode_share(median_dbm: float, sensitivity_dbm: float, sigma_db: float) -> float:
+def decode_share(median_dbm: float, sensitivity_dbm: float, sigma_db: float) -> float:
     """The share of the channel's shadowing draws that lift a frame to the sensitivity."""
     if sigma_db == 0:
         return 1.0 if median_dbm >= sensitivity_dbm else 0.0
@@ -180,7 +181,7 @@ def receive_headroom(scenario: Scenario, published: Iterable[tuple[str, int]]
     frame = scenario.radio.params.airtime(PACKET_LEN + CRC_LEN)
     content: dict[str, float] = {}  # author -> airtime of its items
     for author, size in published:
-        content[author] = content.get(author, 0.0) + frame * _items(size)
+        content[author] = content.get(author, 0.0) + frame * items_of(size)
     total = sum(content.values())
     channel, index = _lora_channel(scenario)
     if not index or total == 0:
@@ -197,7 +198,7 @@ def receive_headroom(scenario: Scenario, published: Iterable[tuple[str, int]]
         if v in wired or need <= 0:
             continue
         rv = channel.radios[iv]
-        hear = sum(budget * _decode_share(channel.median_rssi(iu, iv), rv.sensitivity, sigma)
+        hear = sum(budget * decode_share(channel.median_rssi(iu, iv), rv.sensitivity, sigma)
                    for iu in index.values() if iu != iv and channel.radios[iu].key == rv.key)
         ratios[v] = hear / need
     return Headroom(ratios) if ratios else None

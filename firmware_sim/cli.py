@@ -7,11 +7,14 @@
                              [--duration S]
     tinyssb sim dongle SCENARIO --node NAME [--board BOARD] [--out FILE] [--seed N]
                                 [--policy P] [--duration S]
+    tinyssb sim oracle SCENARIO [--seed N] [--duration S] [--gap S] [--json]
 
 SCENARIO is the name of a shipped scenario or the path of a ``.toml`` file. ``run``
 shows a progress bar on stderr and prints the summary table on stdout. ``dongle``
 replaces the named node's radio with a simulated dongle, prints the pseudo-terminal to
-give to ``tinyssb run --serial``, and runs the rest of the mesh in real time.
+give to ``tinyssb run --serial``, and runs the rest of the mesh in real time. ``oracle``
+runs a LoRa scenario under a scheduler that knows what every node holds
+(:mod:`firmware_sim.oracle`): what replication could reach on that channel.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from gateway.errors import UserError
 from gateway.replication.policy import PRESETS
 
 from .estimate import capture_bytes
+from .oracle import OracleError, check_scenario, format_oracle, oracle_json, run_oracle
 from .realtime import DongleBridge
 from .runner import CaptureSinks, build, capture_meta, run_scenario
 from .scenario import Scenario, ScenarioError, load_scenario, shipped_scenarios
@@ -176,6 +180,26 @@ def _warn_size(scenario: Scenario, out: Path) -> None:
                     "duty-cycle limit)%s", scenario.name, size / 1e9, out, hint)
 
 
+# --- sim oracle -----------------------------------------------------------------------
+
+def cmd_oracle(args: argparse.Namespace) -> int:
+    scenario = _scenario(args)
+    try:
+        check_scenario(scenario)
+    except OracleError as exc:
+        raise _user_error(str(exc)) from None
+    progress = VirtualProgress(scenario.duration, f"{scenario.name} (oracle)")
+    try:
+        result = run_oracle(scenario, seed=args.seed, gap=args.gap, progress=progress)
+    finally:
+        progress.close()
+    if args.json:
+        print(json.dumps(oracle_json(result), indent=2))
+    else:
+        print(format_oracle(result))
+    return 0
+
+
 # --- sim dongle -----------------------------------------------------------------------
 
 def _interrupt_on_stop_signals() -> None:
@@ -247,6 +271,18 @@ def add_sim_commands(sub: Any) -> None:
 
     add("list", cmd_list, "list the shipped scenarios").add_argument(
         "--json", action="store_true", help="machine-readable output")
+    text = ("run a LoRa scenario under an omniscient scheduler: what replication could "
+            "reach on its channel, a yardstick for the policies")
+    p = add("oracle", cmd_oracle, text)
+    p.add_argument("scenario", metavar="SCENARIO",
+                   help="a shipped scenario (see `tinyssb sim list`) or a .toml file")
+    p.add_argument("--seed", type=int, help="seed of the run (default: the scenario's)")
+    p.add_argument("--duration", type=parse_duration, metavar="S",
+                   help="virtual seconds to run (or 90m, 24h; default: the scenario's)")
+    p.add_argument("--gap", type=parse_duration, metavar="S",
+                   help="least time between two frames of one radio (default: its "
+                        "duty-cycle pace, a data frame's airtime over the duty cycle)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
     policies = sorted(PRESETS)
     commands: list[tuple[str, Command, str]] = [
         ("run", cmd_run,

@@ -293,6 +293,11 @@ class Simulation:
             raise ValueError(f"unknown node {name!r}")
         self._push(max(t, self.now), _CALL, self.members[name], action)
 
+    def at(self, t: float, action: Callable[[float], None]) -> None:
+        """Run ``action(now)`` at time ``t`` on behalf of no node: the timer of something
+        that drives external radios (``firmware_sim.oracle``)."""
+        self._push(max(t, self.now), _CALL, None, action)
+
     # --- running ------------------------------------------------------------------------
     def next_time(self) -> float | None:
         """When the next event falls; None when nothing is scheduled."""
@@ -324,7 +329,8 @@ class Simulation:
                     self._pump(who)  # type: ignore[arg-type]
                 else:
                     what(t)  # type: ignore[operator]
-                    self._service(who)  # type: ignore[arg-type]
+                    if who is not None:
+                        self._service(who)  # type: ignore[arg-type]
                 if progress is not None and count % every == 0:
                     progress(t)
         finally:

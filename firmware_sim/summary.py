@@ -24,8 +24,8 @@ from gateway.stats import percentile
 
 from .dutybound import DUTY_BOUND_SHARE, DUTY_WINDOW_S, DutyTracker
 
-__all__ = ["ON_TIME_S", "Convergence", "Summary", "SummaryBuilder", "convergence", "format_summary",
-           "summarize"]
+__all__ = ["ON_TIME_S", "Convergence", "Summary", "SummaryBuilder", "convergence",
+           "convergence_lines", "format_summary", "summarize"]
 
 
 WORST_SERVED = 5  # nodes named in the summary's "worst served" line
@@ -285,13 +285,10 @@ def _duty_line(s: Summary, span: float) -> str:
     return line
 
 
-def format_summary(s: Summary) -> str:
-    """The summary table printed at the end of ``tinyssb sim run``."""
-    m, c = s.meta, s.convergence
-    head = (f"scenario {m.get('scenario', '?')}: {c.nodes} nodes, seed {m.get('seed', '?')}, "
-            f"policy {m.get('policy', '?')}, radio {m.get('profile', '?')}, "
-            f"{_seconds(float(m.get('duration', s.end)))} virtual")
-    lines = [head]
+def convergence_lines(c: Convergence) -> list[str]:
+    """The summary's lines on convergence: whether and when, the entry spread, the pairs
+    complete within ``ON_TIME_S`` and the worst-served nodes."""
+    lines: list[str] = []
     if c.converged:
         lines.append(f"converged: yes, at {_seconds(c.time)} "
                      f"(last publication at {_seconds(c.last_publication)})")
@@ -313,6 +310,16 @@ def format_summary(s: Summary) -> str:
                          f"{ON_TIME_S:.0f} s; held at the end): " + ", ".join(
                              f"{node} {on_time / c.entries:.1%} ({held})"
                              for node, on_time, held in worst))
+    return lines
+
+
+def format_summary(s: Summary) -> str:
+    """The summary table printed at the end of ``tinyssb sim run``."""
+    m, c = s.meta, s.convergence
+    head = (f"scenario {m.get('scenario', '?')}: {c.nodes} nodes, seed {m.get('seed', '?')}, "
+            f"policy {m.get('policy', '?')}, radio {m.get('profile', '?')}, "
+            f"{_seconds(float(m.get('duration', s.end)))} virtual")
+    lines = [head, *convergence_lines(c)]
     lines.append("")
     lines.append(f"{'kind':<10} {'frames':>9} {'airtime s':>11} {'bytes':>11}")
     for kind in sorted(s.tx_frames, key=lambda k: (-s.tx_airtime.get(k, 0.0), k)):
