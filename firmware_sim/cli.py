@@ -280,7 +280,7 @@ def add_sim_commands(sub: Any) -> None:
     p.add_argument("--duration", type=parse_duration, metavar="S",
                    help="virtual seconds to run (or 90m, 24h; default: the scenario's)")
     p.add_argument("--gap", type=parse_duration, metavar="S",
-                   help="least time between two frames of one radio (default: its "
+                   help="least time between two frames of one radio (default: half its "
                         "duty-cycle pace, a data frame's airtime over the duty cycle)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     policies = sorted(PRESETS)
