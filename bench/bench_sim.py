@@ -15,7 +15,8 @@ Usage: ``python3 bench/bench_sim.py [--hours H] [--no-capture] [--foreground]
    the compiled modules are in use, since cProfile does not see inside them.
 3. Every shipped scenario but city-100 (with ``--all``, city-100 too) under ``reference``
    and ``default``: convergence, p95 entry spread, airtime, efficiency against the
-   airtime lower bound, collisions: the table in docs/replication.md.
+   airtime lower bound, collisions: the table in docs/replication.md; and, for the LoRa
+   meshes with plain feeds, the same columns under ``tinyssb sim oracle``.
 
 Target for (1): at most 60 s on a 2-core machine. A benchmark, not a test.
 """
@@ -37,8 +38,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from firmware_sim.oracle import OracleError, check_scenario, run_oracle
 from firmware_sim.runner import CaptureSinks, build, capture_meta, few_collections, run_scenario
-from firmware_sim.scenario import load_scenario
+from firmware_sim.scenario import Scenario, load_scenario
 from firmware_sim.summary import ON_TIME_S
 from gateway import accel
 from gateway.stats import percentile
@@ -152,6 +154,27 @@ def policies(names: list[str]) -> None:
             print(f"| {name} | {policy} | {took} | {c.share:.1%} | {c.on_time_share:.1%} | {p95} "
                   f"| {air:,.0f} s | "
                   f"{low} | {eff} | {summary.collisions:,} | {wall:.1f} s |", flush=True)
+        _oracle_row(scenario, summary.meta.get("airtime_lower_bound_s"))
+
+
+def _oracle_row(scenario: Scenario, bound: float | None) -> None:
+    """The scenario under ``tinyssb sim oracle`` (LoRa meshes with plain feeds only)."""
+    try:
+        check_scenario(scenario)
+    except OracleError:
+        return
+    wall = time.perf_counter()
+    r = run_oracle(scenario)
+    wall = time.perf_counter() - wall
+    c = r.convergence
+    took = f"{c.time:,.0f} s" if c.converged and c.time is not None else "no"
+    p95 = f"{percentile(c.latencies, 0.95):,.0f} s" if c.latencies else "-"
+    air = sum(r.airtime.values())
+    eff = f"{bound / air:.1%}" if bound and air else "-"
+    low = f"{bound:,.1f} s" if bound else "-"
+    print(f"| {scenario.name} | oracle | {took} | {c.share:.1%} | {c.on_time_share:.1%} | {p95} "
+          f"| {air:,.0f} s | {low} | {eff} | {r.drops.get('collision', 0):,} | {wall:.1f} s |",
+          flush=True)
 
 
 def main() -> int:
