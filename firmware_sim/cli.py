@@ -7,7 +7,7 @@
                              [--duration S]
     tinyssb sim dongle SCENARIO --node NAME [--board BOARD] [--out FILE] [--seed N]
                                 [--policy P] [--duration S]
-    tinyssb sim oracle SCENARIO [--seed N] [--duration S] [--gap S] [--json]
+    tinyssb sim oracle SCENARIO [--seed N] [--duration S] [--gap S] [--beacon S] [--json]
 
 SCENARIO is the name of a shipped scenario or the path of a ``.toml`` file. ``run``
 shows a progress bar on stderr and prints the summary table on stdout. ``dongle``
@@ -190,7 +190,8 @@ def cmd_oracle(args: argparse.Namespace) -> int:
         raise _user_error(str(exc)) from None
     progress = VirtualProgress(scenario.duration, f"{scenario.name} (oracle)")
     try:
-        result = run_oracle(scenario, seed=args.seed, gap=args.gap, progress=progress)
+        result = run_oracle(scenario, seed=args.seed, gap=args.gap, beacon=args.beacon,
+                            progress=progress)
     finally:
         progress.close()
     if args.json:
@@ -282,6 +283,9 @@ def add_sim_commands(sub: Any) -> None:
     p.add_argument("--gap", type=parse_duration, metavar="S",
                    help="least time between two frames of one radio (default: half its "
                         "duty-cycle pace, a data frame's airtime over the duty cycle)")
+    p.add_argument("--beacon", type=parse_duration, metavar="S",
+                   help="know only what beacons tell: each radio beacons its holdings "
+                        "every S seconds (a WANT-sized frame, on the air)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     policies = sorted(PRESETS)
     commands: list[tuple[str, Command, str]] = [

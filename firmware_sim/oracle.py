@@ -23,6 +23,14 @@ city-100 without one left every entry late. city-100 over 24 h (seed 1): with ga
 5 / 10 / 15 / 20.5 / 26 s, 9 / 0 / 0 / 24 / 135 late entries, p95 entry spread 47 / 85 /
 176 / 367 / 2,261 s, on 86 / 76 / 69 / 62 / 55 ks of airtime.
 
+With ``beacon`` set the scheduler knows less: each radio sends a beacon of what it holds
+every ``beacon`` seconds (a WANT-sized frame, on the channel like any other, so it costs
+airtime and is heard only where it is decoded). A radio pushes each item it gains once,
+within :data:`PUSH_WINDOW` seconds, unless it heard the item twice; beyond that it sends
+only what the last beacon it decoded from a neighbour showed missing, until it hears the
+item on the air or sends it. That is knowledge a protocol could have: a WANT carries a
+node's next sequence number per feed.
+
 A node holds an entry once it holds the feed's key, the entry, every chunk of it and the
 entry before (a log is stored in order). Frames carry placeholder bytes of the real
 lengths (an entry or chunk is 120 bytes plus the CRC trailer, a key a novelty): the
@@ -58,11 +66,13 @@ FRESH_WEIGHT = 4.0  # items younger than ON_TIME_S first
 KEY_WEIGHT = 3.0  # keys first: a feed's entries wait for its key
 JITTER_AIRTIMES = 8.0  # random wait before a send, in airtimes of the frame
 GAP_SHARE = 0.5  # least time between two frames of a radio, as a share of its duty pace
+PUSH_WINDOW = 60.0  # with beacons: seconds after gaining an item in which it is pushed
 
 _DATA_LEN = PACKET_LEN + CRC_LEN
 _KEY_LEN = len(Novelty(bytes(range(1, 33))).encode()) + CRC_LEN
 _KEY, _ENTRY, _CHUNK = 0, 1, 2
 _KIND_NAMES = {_KEY: "novelty", _ENTRY: "entry", _CHUNK: "chunk"}
+_BEACON_TAG = 1 << 62  # beacon frames are numbered from here (items from 0)
 
 
 class OracleError(ValueError):
@@ -76,6 +86,7 @@ class OracleResult:
     duration: float
     profile: str
     gap: float  # least seconds between two frames of one radio
+    beacon: float | None  # seconds between beacons (None: the oracle knows everything)
     convergence: Convergence
     frames: dict[str, int]  # kind -> frames sent
     airtime: dict[str, float]  # kind -> seconds on air
@@ -146,6 +157,7 @@ class _Oracle:
                     self.weight[u][v] = w
         self.data_air = channel.frame_airtime(self.radio[0] or 0, _DATA_LEN)
         self.gap = GAP_SHARE * self.data_air / radio.duty_cycle if gap is None else gap
+        self.beacon: float | None = None
         self.items: list[_Item] = []
         self.by_frame: dict[bytes, int] = {}
         self.holds: list[set[int]] = [set() for _ in range(n)]
@@ -236,10 +248,18 @@ class _Oracle:
             return self.last_tx[u] + self.gap
         return None
 
+    def _candidates(self, u: int, now: float) -> dict[int, float]:
+        """The items ``u`` could send now, with their scores."""
+        return self.useful[u]
+
+    def _worth(self, u: int, item: int) -> bool:
+        """Is ``item`` still worth sending from ``u``?"""
+        return self.useful[u].get(item, 0.0) >= MIN_SCORE
+
     def _best(self, u: int, now: float) -> int | None:
         best, best_p = None, 0.0
         items = self.items
-        for item, score in self.useful[u].items():
+        for item, score in self._candidates(u, now).items():
             if score < MIN_SCORE:
                 continue
             it = items[item]
@@ -270,7 +290,7 @@ class _Oracle:
         if self.armed[u] != due:
             return
         self.armed[u] = None
-        if self.useful[u].get(item, 0.0) < MIN_SCORE or self._free_at(u, now) is not None:
+        if not self._worth(u, item) or self._free_at(u, now) is not None:
             self._arm(u, now)  # sent by a neighbour meanwhile, or the radio is busy
             return
         r = self.radio[u]
@@ -281,11 +301,13 @@ class _Oracle:
         if budget is not None and not budget.allows(now, air):
             self._arm(u, budget.earliest(now, air))
             return
-        kind = _KIND_NAMES[it.kind]
+        self._transmit(u, _KIND_NAMES[it.kind], it.frame, air, now)
+
+    def _transmit(self, u: int, kind: str, frame: bytes, air: float, now: float) -> None:
         self.frames[kind] += 1
         self.airtime[kind] = self.airtime.get(kind, 0.0) + air
         self.last_tx[u] = now
-        self.sim.external_transmit(self.names[u], it.frame)
+        self.sim.external_transmit(self.names[u], frame)
         self._arm(u, now + air)
 
     # --- the result -------------------------------------------------------------------
@@ -331,16 +353,137 @@ class _Oracle:
                                   sum(complete), len(self.entries), held, on_time, latencies,
                                   node_held, node_on_time)
         return OracleResult(sc.name, self.seed, sc.duration, sc.radio.profile, self.gap,
-                            convergence, dict(self.frames), self.airtime,
+                            self.beacon, convergence, dict(self.frames), self.airtime,
                             dict(self.sim.stats.drops))
 
 
+class _BeaconOracle(_Oracle):
+    """The oracle knowing only what beacons told (module notes)."""
+
+    def __init__(self, scenario: Scenario, seed: int, gap: float | None,
+                 beacon: float) -> None:
+        if not beacon > 0:
+            raise OracleError(f"a beacon period must be positive, got {beacon}")
+        self.beacon_of: dict[bytes, int] = {}  # beacon frame -> its sender
+        super().__init__(scenario, seed, gap)
+        n = len(self.names)
+        self.beacon = beacon
+        self.pushes: list[dict[int, list[float]]] = [{} for _ in range(n)]  # item -> [t, copies]
+        self.shown: list[dict[int, set[int]]] = [{} for _ in range(n)]  # neighbour -> lacks
+        self.repairs: list[dict[int, float]] = [{} for _ in range(n)]  # item -> score
+        self.beacon_due = [self.rng.uniform(0.0, beacon) for _ in range(n)]
+        self.asleep = [False] * n  # armed only for the next beacon
+        for u in range(n):
+            self._arm(u, self.beacon_due[u])
+
+    def _deliver(self, v: int) -> Callable[[bytes, float, float], None]:
+        def deliver(frame: bytes, rssi: float, snr: float) -> None:
+            sender = self.beacon_of.get(frame)
+            if sender is not None:
+                self._on_beacon(v, sender)
+                return
+            item = self.by_frame.get(frame)
+            if item is None:
+                return
+            self._served(v, item)
+            if item not in self.holds[v]:
+                self._gain(v, item, self.sim.now)
+                self.pushes[v][item][1] = 1.0  # the copy it came with
+                return
+            push = self.pushes[v].get(item)
+            if push is not None:
+                push[1] += 1
+                if push[1] >= 2:
+                    del self.pushes[v][item]
+        return deliver
+
+    def _gain(self, v: int, item: int, now: float) -> None:
+        self.holds[v].add(item)
+        self.got[(v, item)] = now
+        self.pushes[v][item] = [now, 0.0]
+        self._wake(v, now)
+
+    def _wake(self, u: int, now: float) -> None:
+        if self.armed[u] is None or self.asleep[u]:
+            self.asleep[u] = False
+            self._arm(u, now)
+
+    def _served(self, u: int, item: int) -> None:
+        """``u`` heard or sent ``item``: the lacks beacons showed of it count as repaired."""
+        if self.repairs[u].pop(item, None) is not None:
+            for lacks in self.shown[u].values():
+                lacks.discard(item)
+
+    def _on_beacon(self, u: int, v: int) -> None:
+        w = self.weight[u].get(v)
+        if w is None:
+            return
+        scores = self.repairs[u]
+        for i in self.shown[u].get(v, ()):
+            s = scores.get(i)
+            if s is not None:
+                if s - w > 1e-9:
+                    scores[i] = s - w
+                else:
+                    del scores[i]
+        lacks = self.holds[u] - self.holds[v]
+        self.shown[u][v] = lacks
+        for i in lacks:
+            scores[i] = scores.get(i, 0.0) + w
+        if lacks:
+            self._wake(u, self.sim.now)
+
+    def _candidates(self, u: int, now: float) -> dict[int, float]:
+        pushes = self.pushes[u]
+        for item in [i for i, (t, _c) in pushes.items() if now - t > PUSH_WINDOW]:
+            del pushes[item]
+        scores = dict(self.repairs[u])
+        for item in pushes:
+            scores[item] = scores.get(item, 0.0) + 1.0
+        return scores
+
+    def _worth(self, u: int, item: int) -> bool:
+        return item in self.pushes[u] or self.repairs[u].get(item, 0.0) >= MIN_SCORE
+
+    def _send(self, u: int, item: int, now: float, due: float) -> None:
+        super()._send(u, item, now, due)
+        if self.last_tx[u] == now:  # it went out: pushed, and repaired as far as we know
+            self.pushes[u].pop(item, None)
+            self._served(u, item)
+
+    def _decide(self, u: int, now: float, due: float) -> None:
+        if self.armed[u] == due and self._free_at(u, now) is None and now >= self.beacon_due[u]:
+            self.armed[u] = None
+            self._send_beacon(u, now)
+            return
+        super()._decide(u, now, due)
+        if self.armed[u] is None:  # nothing to send: wake for the next beacon
+            self._arm(u, self.beacon_due[u])
+            self.asleep[u] = True
+
+    def _send_beacon(self, u: int, now: float) -> None:
+        r = self.radio[u]
+        assert r is not None
+        budget = self.sim.channel.radios[r].budget
+        if budget is not None and not budget.allows(now, self.data_air):
+            self._arm(u, budget.earliest(now, self.data_air))
+            return
+        assert self.beacon is not None
+        self.beacon_due[u] = now + self.beacon
+        frame = (_BEACON_TAG + len(self.beacon_of)).to_bytes(8, "big") + bytes(_DATA_LEN - 8)
+        self.beacon_of[frame] = u
+        self._transmit(u, "beacon", frame, self.data_air, now)
+
+
 def run_oracle(scenario: Scenario, *, seed: int | None = None, gap: float | None = None,
+               beacon: float | None = None,
                progress: Callable[[float], None] | None = None) -> OracleResult:
     """Run ``scenario`` under the oracle (module notes); ``gap``: least seconds between
     two frames of one radio (default: ``GAP_SHARE`` of the duty-cycle pace of a data
-    frame)."""
-    oracle = _Oracle(scenario, scenario.seed if seed is None else seed, gap)
+    frame); ``beacon``: seconds between the beacons that are then all it knows."""
+    seed = scenario.seed if seed is None else seed
+    oracle = (_Oracle(scenario, seed, gap) if beacon is None
+              else _BeaconOracle(scenario, seed, gap, beacon))
     oracle.sim.run(scenario.duration, progress=progress)
     return oracle.result()
 
@@ -350,10 +493,15 @@ def format_oracle(r: OracleResult) -> str:
     c = r.convergence
     hours = r.duration / 3600
     lines = [(f"oracle on scenario {r.scenario}: {c.nodes} nodes, seed {r.seed}, radio "
-             f"{r.profile}, {r.duration:.1f} s ({hours:.2f} h) virtual"),
+              f"{r.profile}, {r.duration:.1f} s ({hours:.2f} h) virtual"),
              (f"(a scheduler that knows what every node holds: each radio sends what its "
-             f"neighbours lack, at most one frame per {r.gap:.1f} s, after a random wait "
-             f"and listening before talking; no requests, no claims; docs/simulator.md)"),
+              f"neighbours lack, at most one frame per {r.gap:.1f} s, after a random wait "
+              f"and listening before talking; no requests, no claims; docs/simulator.md)"
+              if r.beacon is None else
+              f"(a scheduler that knows what the beacons told: each radio beacons what it "
+              f"holds every {r.beacon:g} s, pushes what it gains once and repairs what "
+              f"the beacons it heard showed missing, at most one frame per {r.gap:.1f} s, "
+              f"after a random wait and listening before talking; docs/simulator.md)"),
              *convergence_lines(c)]
     if c.entries:
         lines.append(f"late entries (some node complete after {ON_TIME_S:.0f} s, or never): "
@@ -375,7 +523,7 @@ def oracle_json(r: OracleResult) -> dict[str, object]:
     lat = sorted(c.latencies)
     return {
         "scenario": r.scenario, "seed": r.seed, "duration_s": r.duration,
-        "profile": r.profile, "gap_s": r.gap,
+        "profile": r.profile, "gap_s": r.gap, "beacon_s": r.beacon,
         "converged": c.converged, "convergence_t": c.time, "nodes": c.nodes,
         "entries": c.entries, "share": c.share, "on_time_share": c.on_time_share,
         "late_entries": r.late_entries,

@@ -98,3 +98,21 @@ def test_the_command_prints_the_lines_sim_run_prints(
     data = json.loads(capsys.readouterr().out)
     assert data["seed"] == 2 and data["gap_s"] == 60 and data["entries"] == 6
     assert data["tx"]["entry"]["frames"] >= 6 and 0 < data["share"] <= 1
+
+
+def test_with_beacons_it_pushes_blind_and_beacons_on_the_air() -> None:
+    # two nodes 30 m apart, a beacon every 10 min: each radio beacons 6 times in the
+    # hour; the author pushes each item, and the other node, which knows nothing of what
+    # the author holds beyond its beacons, pushes each item it gained once too
+    r = run_oracle(_scenario(2, 30), beacon=600)
+    assert r.convergence.converged and r.late_entries == 0 and r.beacon == 600
+    assert r.frames == {"beacon": 12, "novelty": 2, "entry": 4, "chunk": 4}
+    assert "beacons what it holds every 600 s" in format_oracle(r)
+
+
+def test_with_beacons_a_line_still_converges() -> None:
+    r = run_oracle(_scenario(4, 180, "2h"), beacon=300)
+    assert r.convergence.converged and r.convergence.share == 1.0
+    assert r.frames["beacon"] == 4 * 2 * 3600 // 300
+    with pytest.raises(OracleError, match="beacon period must be positive"):
+        run_oracle(_scenario(2, 30), beacon=0)
