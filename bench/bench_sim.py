@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from firmware_sim.oracle import OracleError, check_scenario, run_oracle
 from firmware_sim.runner import CaptureSinks, build, capture_meta, few_collections, run_scenario
 from firmware_sim.scenario import Scenario, load_scenario
-from firmware_sim.summary import ON_TIME_S
+from firmware_sim.summary import ON_TIME_S, Convergence
 from gateway import accel
 from gateway.stats import percentile
 
@@ -143,18 +143,20 @@ def policies(names: list[str]) -> None:
             wall = time.perf_counter()
             summary = run_scenario(scenario, None, policy=policy)
             wall = time.perf_counter() - wall
-            c = summary.convergence
-            took = f"{c.time:,.0f} s" if c.converged and c.time is not None else "no"
-            lat = c.latencies
-            p95 = f"{percentile(lat, 0.95):,.0f} s" if lat else "-"
-            air = sum(summary.tx_airtime.values())
-            bound = summary.meta.get("airtime_lower_bound_s")
-            eff = f"{bound / air:.1%}" if bound and air else "-"
-            low = f"{bound:,.1f} s" if bound else "-"
-            print(f"| {name} | {policy} | {took} | {c.share:.1%} | {c.on_time_share:.1%} | {p95} "
-                  f"| {air:,.0f} s | "
-                  f"{low} | {eff} | {summary.collisions:,} | {wall:.1f} s |", flush=True)
+            _row(name, policy, summary.convergence, sum(summary.tx_airtime.values()),
+                 summary.meta.get("airtime_lower_bound_s"), summary.collisions, wall)
         _oracle_row(scenario, summary.meta.get("airtime_lower_bound_s"))
+
+
+def _row(name: str, policy: str, c: Convergence, air: float, bound: float | None,
+         collisions: int, wall: float) -> None:
+    """One line of the policy table."""
+    took = f"{c.time:,.0f} s" if c.converged and c.time is not None else "no"
+    p95 = f"{percentile(c.latencies, 0.95):,.0f} s" if c.latencies else "-"
+    eff = f"{bound / air:.1%}" if bound and air else "-"
+    low = f"{bound:,.1f} s" if bound else "-"
+    print(f"| {name} | {policy} | {took} | {c.share:.1%} | {c.on_time_share:.1%} | {p95} "
+          f"| {air:,.0f} s | {low} | {eff} | {collisions:,} | {wall:.1f} s |", flush=True)
 
 
 def _oracle_row(scenario: Scenario, bound: float | None) -> None:
@@ -166,15 +168,8 @@ def _oracle_row(scenario: Scenario, bound: float | None) -> None:
     wall = time.perf_counter()
     r = run_oracle(scenario)
     wall = time.perf_counter() - wall
-    c = r.convergence
-    took = f"{c.time:,.0f} s" if c.converged and c.time is not None else "no"
-    p95 = f"{percentile(c.latencies, 0.95):,.0f} s" if c.latencies else "-"
-    air = sum(r.airtime.values())
-    eff = f"{bound / air:.1%}" if bound and air else "-"
-    low = f"{bound:,.1f} s" if bound else "-"
-    print(f"| {scenario.name} | oracle | {took} | {c.share:.1%} | {c.on_time_share:.1%} | {p95} "
-          f"| {air:,.0f} s | {low} | {eff} | {r.drops.get('collision', 0):,} | {wall:.1f} s |",
-          flush=True)
+    _row(scenario.name, "oracle", r.convergence, sum(r.airtime.values()), bound,
+         r.drops.get("collision", 0), wall)
 
 
 def main() -> int:

@@ -32,9 +32,9 @@ item on the air or sends it. That is knowledge a protocol could have: a WANT car
 node's next sequence number per feed.
 
 A node holds an entry once it holds the feed's key, the entry, every chunk of it and the
-entry before (a log is stored in order). Frames carry placeholder bytes of the real
-lengths (an entry or chunk is 120 bytes plus the CRC trailer, a key a novelty): the
-channel only needs their lengths. Only meshes of LoRa radios with plain feeds are
+entry before (a log is stored in order). Each item's frame is its number padded to the
+real length (an entry or chunk is 120 bytes plus the CRC trailer, a key a novelty): the
+channel only needs the lengths, and identical frames are the same item. Only meshes of LoRa radios with plain feeds are
 covered: BLE and IP links cost no airtime and tinyISP contracts are more than items.
 """
 
@@ -102,7 +102,6 @@ class OracleResult:
 @dataclass(slots=True)
 class _Item:
     kind: int
-    feed: int
     t_pub: float
     frame: bytes
 
@@ -175,10 +174,10 @@ class _Oracle:
             self.sim.at(pub.t, self._publisher(pub.author, pub.label, pub.number, pub.size))
 
     # --- items ------------------------------------------------------------------------
-    def _new_item(self, kind: int, feed: int, t: float, length: int) -> int:
+    def _new_item(self, kind: int, t: float, length: int) -> int:
         i = len(self.items)
         frame = i.to_bytes(8, "big") + bytes(length - 8)
-        self.items.append(_Item(kind, feed, t, frame))
+        self.items.append(_Item(kind, t, frame))
         self.by_frame[frame] = i
         return i
 
@@ -188,10 +187,10 @@ class _Oracle:
             u = self.index[author]
             feed = self.feeds.setdefault((author, label), len(self.feeds))
             if feed not in self.key_item:
-                self.key_item[feed] = self._new_item(_KEY, feed, now, _KEY_LEN)
+                self.key_item[feed] = self._new_item(_KEY, now, _KEY_LEN)
                 self._gain(u, self.key_item[feed], now)
-            own = [self._new_item(_ENTRY, feed, now, _DATA_LEN)]
-            own += [self._new_item(_CHUNK, feed, now, _DATA_LEN)
+            own = [self._new_item(_ENTRY, now, _DATA_LEN)]
+            own += [self._new_item(_CHUNK, now, _DATA_LEN)
                     for _ in range(items_of(size) - 1)]
             self.entries.append((feed, number, u, now, own))
             for i in own:
