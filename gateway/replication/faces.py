@@ -41,6 +41,7 @@ class FaceKind(Enum):
 class Priority(IntEnum):
     """Queue order: lower goes first."""
 
+    URGENT = -1  # a WANT/CHNK that must not wait behind relays (Policy.beacon_floor)
     ANSWER = 0  # entries and chunks asked for
     GOSET = 1
     REQUEST = 2  # WANT and CHNK

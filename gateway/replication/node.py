@@ -86,12 +86,13 @@ class NodeStats:
     pushed: int = 0  # frames sent unasked (push faces)
     answered: int = 0  # frames sent in answer to a WANT/CHNK on push faces
     weak_requests: int = 0  # requests over a weak link left for stronger neighbours
+    floor_beacons: int = 0  # request rounds while the budget ran low (beacon_floor)
 
 
 class _FaceState:
     __slots__ = ("added", "answered", "bucket", "budget", "builder", "copies", "credit", "density",
-                 "echo_rate", "echoes", "face",
-                 "heard_requests", "hint_orphans", "hint_seqs", "jittered", "next_tx", "queue", "relays", "set_builders",
+                 "echo_rate", "echoes", "face", "floor_at", "heard_requests", "hint_orphans",
+                 "hint_seqs", "jittered", "next_tx", "queue", "relays", "set_builders",
                  "set_next", "set_turn", "timer", "weak_requests")
 
     def __init__(self, face: Face, timer: RequestTimer | RepairTimer, builder: RequestBuilder,
@@ -126,6 +127,7 @@ class _FaceState:
         # how many neighbours relay what we hear, i.e. how dense the mesh is around us
         self.copies: OrderedDict[bytes, int] = OrderedDict()
         self.density = 1.0
+        self.floor_at = float("-inf")  # our last request round while the budget ran low
         self.builder = builder
         self.set_builders: dict[str, RequestBuilder] = {}  # bound set name -> its builder
         self.set_turn = 0  # budgeted faces: whose turn it is among the bound sets
@@ -905,11 +907,18 @@ class Node:
                 # empty set asks at once: its WANT makes the neighbours claim theirs)
                 fs.timer.postpone(now + self.policy.request_delay)
                 continue
+            floor = False
             if self._budget_low(fs, now) and not self._sets:
                 # the budget runs low: what is left goes to relaying data, not to asking
-                # (bound sets get nothing pushed by others: they keep asking)
-                fs.timer.postpone(now + self.policy.request_delay * CHAIN_WAIT)
-                continue
+                # (bound sets get nothing pushed by others: they keep asking), but for a
+                # WANT every ``beacon_floor`` that shows the neighbours what we lack
+                if (not self.policy.beacon_floor
+                        or now - fs.floor_at < self.policy.beacon_floor):
+                    fs.timer.postpone(now + self.policy.request_delay * CHAIN_WAIT)
+                    continue
+                floor = True
+                fs.floor_at = now
+                self.stats.floor_beacons += 1
             asks = not isinstance(fs.timer, RepairTimer) or fs.timer.wants(now)
             want = fs.builder.want(self._want_dmx, keys, self.store) if asks else None
             if asks and not keys and not self._sets and now >= self._hello_first:
@@ -927,7 +936,8 @@ class Node:
                     fs.hint_orphans.clear()
             else:
                 fs.timer.sent(now, fs.builder.cycle_end or not keys, lacking)
-            self._queue_requests(fs, fs.builder, want, self._chnk_dmx, keys, "", hinted)
+            self._queue_requests(fs, fs.builder, want, self._chnk_dmx, keys, "", hinted,
+                                 Priority.URGENT if floor else Priority.REQUEST)
             for name, bs in self._sets_this_round(fs):
                 builder = fs.set_builders.get(name)
                 if builder is None:
@@ -1042,13 +1052,13 @@ class Node:
 
     def _queue_requests(self, fs: _FaceState, builder: RequestBuilder, want: bytes | None,
                         chnk_dmx_: bytes, keys: list[bytes], tag: str,
-                        always: bool = False) -> None:
+                        always: bool = False, priority: Priority = Priority.REQUEST) -> None:
         heard: set[bytes] = set() if always else fs.heard_requests
         if want is not None and want not in heard:
-            fs.queue.put(Queued(want, Priority.REQUEST, FrameKind.WANT, "want" + tag))
+            fs.queue.put(Queued(want, priority, FrameKind.WANT, "want" + tag))
         chnk = builder.chnk(chnk_dmx_, keys, self.store)
         if chnk is not None and chnk not in heard:
-            fs.queue.put(Queued(chnk, Priority.REQUEST, FrameKind.CHNK, "chnk" + tag))
+            fs.queue.put(Queued(chnk, priority, FrameKind.CHNK, "chnk" + tag))
 
     def frames_to_send(self, now: float) -> list[Outgoing]:
         """Run due timers and return every frame that may go out at ``now``."""

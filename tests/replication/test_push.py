@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from itertools import pairwise
 
 from gateway.replication import FrameKind, Node, Outgoing, preset
 from gateway.replication.events import Drop
@@ -588,3 +589,41 @@ def test_a_node_with_no_key_says_so_with_an_empty_want() -> None:
     assert len(times) == 2 and holdoff <= times[0] < holdoff + DEFAULT.push_rtt_max
     assert times[1] - times[0] > DEFAULT.goset_respond_holdoff - 1.0  # (less tx jitter)
     assert all(frame == hello for _, frame in sent)
+
+
+def _wants_at_the_duty_limit(policy, seed: int = 3) -> list[float]:
+    """A node whose radio is kept at its duty-cycle limit by posts of its own (one every
+    10 s, far more than a scarce budget carries), following another feed: when its WANTs
+    went out in its second and third hour."""
+    node = Node(MemoryStore(), policy=policy, rng=random.Random(seed))
+    node.add_face(SCARCE, 0.0)
+    own, other = key(88), key(89)
+    node.follow(other.fid, 0.0)
+    (entry,) = build_feed(other, [b"older"])
+    node.receive(0.0, "radio", add_crc(entry.packet), snr=5.0)
+    wants: list[float] = []
+    t = 0.0
+    for i in range(3 * 360):
+        node.publish(own, f"post {i}".encode(), t)
+        end = t + 10.0
+        while t < end:
+            for out in node.frames_to_send(t):
+                if out.kind is FrameKind.WANT and t >= 3600.0:
+                    wants.append(t)
+            t = min(end, max(t + 0.01, node.next_deadline() or end))
+        budget = node.airtime_budget("radio", t)
+        assert budget is not None
+        used, allowed, _ = budget
+        assert t < 3600.0 or used > (1.0 - policy.push_reserve) * allowed  # at the limit
+    return wants
+
+
+def test_at_its_duty_limit_a_node_still_shows_what_it_lacks_every_beacon_floor() -> None:
+    # relays take whatever airtime the budget frees; without the floor the node never
+    # asks (the last 15 % of the budget is kept for data); with it a WANT goes out every
+    # 300 s, ahead of the relays waiting for airtime, while the budget frees any (here
+    # the first quarter of each hour: the pushes of the first hour spent it all at once)
+    assert _wants_at_the_duty_limit(DEFAULT.with_(beacon_floor=0.0)) == []
+    wants = _wants_at_the_duty_limit(DEFAULT.with_(beacon_floor=300.0))
+    assert len(wants) == 8, wants
+    assert all(300.0 <= b - a for a, b in pairwise(wants)), wants
