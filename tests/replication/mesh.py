@@ -146,6 +146,7 @@ def verified_log(store: FeedStore, fid: bytes) -> list[tuple[bytes, list[bytes]]
             chunks.append(c)
         expect = parse_chain20(packet).ptr if chunks_needed(packet) else None
         for c in chunks:
+            assert expect is not None, f"entry {seq} has no side chain, yet chunks"
             expect = verify_chunk(expect, c)
         out.append((packet, chunks))
     return out
