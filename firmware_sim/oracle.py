@@ -44,9 +44,8 @@ import math
 import random
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from gateway.stats import percentile
 from gateway.wire.crc import CRC_LEN
 from gateway.wire.entry import PACKET_LEN
 from gateway.wire.goset import Novelty
@@ -55,7 +54,7 @@ from .bound import decode_share, items_of
 from .engine import Simulation, derive_seed
 from .runner import publications
 from .scenario import Scenario
-from .summary import ON_TIME_S, Convergence, convergence_lines
+from .summary import ON_TIME_S, Convergence, convergence_lines, spread_json, tally
 
 __all__ = ["OracleError", "OracleResult", "check_scenario", "format_oracle", "oracle_json",
            "run_oracle"]
@@ -296,11 +295,20 @@ class _Oracle:
         assert r is not None
         it = self.items[item]
         air = self.sim.channel.frame_airtime(r, len(it.frame))
-        budget = self.sim.channel.radios[r].budget
-        if budget is not None and not budget.allows(now, air):
-            self._arm(u, budget.earliest(now, air))
+        if self._wait_for_budget(u, now, air):
             return
         self._transmit(u, _KIND_NAMES[it.kind], it.frame, air, now)
+
+    def _wait_for_budget(self, u: int, now: float, air: float) -> bool:
+        """Does radio ``u``'s duty-cycle budget hold a frame of ``air`` seconds back? Then
+        it is armed again for when the budget allows it."""
+        r = self.radio[u]
+        assert r is not None
+        budget = self.sim.channel.radios[r].budget
+        if budget is None or budget.allows(now, air):
+            return False
+        self._arm(u, budget.earliest(now, air))
+        return True
 
     def _transmit(self, u: int, kind: str, frame: bytes, air: float, now: float) -> None:
         self.frames[kind] += 1
@@ -313,44 +321,30 @@ class _Oracle:
     def result(self) -> OracleResult:
         sc = self.scenario
         n = len(self.names)
-        node_held = dict.fromkeys(self.names, 0)
-        node_on_time = dict.fromkeys(self.names, 0)
-        complete = [True] * n
-        done: dict[tuple[int, int, int], float | None] = {}  # (node, feed, number) -> t
-        held = on_time = 0
-        latencies: list[float] = []
-        last_done = 0.0
         got = self.got
-        for feed, number, author, t_pub, own in sorted(self.entries, key=lambda e: e[1]):
+        done: dict[tuple[int, int, int], float | None] = {}  # (node, feed, number) -> t
+
+        def completed(feed: int, number: int, author: int, t_pub: float,
+                      own: list[int]) -> list[float | None]:
+            """When each node held the entry: its key, its items and the entry before."""
             key = self.key_item[feed]
-            last, everywhere = t_pub, True
+            times: list[float | None] = []
             for v in range(n):
-                times = [got.get((v, key))] + [got.get((v, i)) for i in own]
+                got_at = [got.get((v, key))] + [got.get((v, i)) for i in own]
                 before = done.get((v, feed, number - 1), 0.0) if number > 1 else 0.0
                 t: float | None = None
-                if before is not None and all(x is not None for x in times):
-                    t = max([before, *(x for x in times if x is not None)])
+                if before is not None and all(x is not None for x in got_at):
+                    t = max([before, *(x for x in got_at if x is not None)])
                 if v == author:
                     t = t_pub
                 done[(v, feed, number)] = t
-                name = self.names[v]
-                if t is None:
-                    everywhere = complete[v] = False
-                    continue
-                held += 1
-                node_held[name] += 1
-                last = max(last, t)
-                if t - t_pub <= ON_TIME_S:
-                    on_time += 1
-                    node_on_time[name] += 1
-            if everywhere:
-                latencies.append(last - t_pub)
-                last_done = max(last_done, last)
-        converged = all(complete) and bool(self.entries)
-        last_pub = max((e[3] for e in self.entries), default=None)
-        convergence = Convergence(converged, last_done if converged else None, last_pub, n,
-                                  sum(complete), len(self.entries), held, on_time, latencies,
-                                  node_held, node_on_time)
+                times.append(t)
+            return times
+
+        entries = sorted(self.entries, key=lambda e: e[1])  # predecessors first
+        convergence = tally(self.names, ((e[3], completed(*e)) for e in entries))
+        if not entries:  # nothing published: the oracle reports no convergence
+            convergence = replace(convergence, converged=False, time=None)
         return OracleResult(sc.name, self.seed, sc.duration, sc.radio.profile, self.gap,
                             self.beacon, convergence, dict(self.frames), self.airtime,
                             dict(self.sim.stats.drops))
@@ -461,11 +455,7 @@ class _BeaconOracle(_Oracle):
             self.asleep[u] = True
 
     def _send_beacon(self, u: int, now: float) -> None:
-        r = self.radio[u]
-        assert r is not None
-        budget = self.sim.channel.radios[r].budget
-        if budget is not None and not budget.allows(now, self.data_air):
-            self._arm(u, budget.earliest(now, self.data_air))
+        if self._wait_for_budget(u, now, self.data_air):
             return
         assert self.beacon is not None
         self.beacon_due[u] = now + self.beacon
@@ -519,15 +509,13 @@ def format_oracle(r: OracleResult) -> str:
 def oracle_json(r: OracleResult) -> dict[str, object]:
     """:func:`format_oracle` as numbers (``tinyssb sim oracle --json``)."""
     c = r.convergence
-    lat = sorted(c.latencies)
     return {
         "scenario": r.scenario, "seed": r.seed, "duration_s": r.duration,
         "profile": r.profile, "gap_s": r.gap, "beacon_s": r.beacon,
         "converged": c.converged, "convergence_t": c.time, "nodes": c.nodes,
         "entries": c.entries, "share": c.share, "on_time_share": c.on_time_share,
         "late_entries": r.late_entries,
-        "spread": ({"median": percentile(lat, 0.5), "p95": percentile(lat, 0.95),
-                    "max": lat[-1], "entries": len(lat)} if lat else None),
+        "spread": spread_json(c.latencies),
         "tx": {kind: {"frames": n, "airtime_s": r.airtime.get(kind, 0.0)}
                for kind, n in sorted(r.frames.items())},
         "drops": dict(r.drops),

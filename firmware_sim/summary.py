@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,7 @@ from gateway.stats import percentile
 from .dutybound import DUTY_BOUND_SHARE, DUTY_WINDOW_S, DutyTracker
 
 __all__ = ["ON_TIME_S", "Convergence", "Summary", "SummaryBuilder", "convergence",
-           "convergence_lines", "format_summary", "summarize"]
+           "convergence_lines", "format_summary", "spread_json", "summarize", "tally"]
 
 
 WORST_SERVED = 5  # nodes named in the summary's "worst served" line
@@ -173,35 +173,17 @@ class SummaryBuilder:
 
     def convergence(self) -> Convergence:
         nodes = list(self.meta.get("nodes") or self._seen)
-        held_pairs = on_time = 0
-        done_at = 0.0
-        complete_nodes = {n: True for n in nodes}
-        node_held = dict.fromkeys(nodes, 0)
-        node_on_time = dict.fromkeys(nodes, 0)
-        latencies: list[float] = []
-        for (feed, seq), (t_pub, items) in self._published.items():
-            last = t_pub
-            everywhere = True
+        held_at = self._held
+
+        def completed(feed: bytes, seq: int, items: float) -> list[float | None]:
+            times: list[float | None] = []
             for node in nodes:
-                held = self._held.get((node, feed, seq))
-                if held is not None and held[0] >= items:
-                    held_pairs += 1
-                    node_held[node] += 1
-                    last = max(last, held[1])
-                    if held[1] - t_pub <= ON_TIME_S:
-                        on_time += 1
-                        node_on_time[node] += 1
-                else:
-                    everywhere = False
-                    complete_nodes[node] = False
-            if everywhere:
-                latencies.append(last - t_pub)
-                done_at = max(done_at, last)
-        converged = all(complete_nodes.values()) and bool(nodes)
-        last_pub = max((p[0] for p in self._published.values()), default=None)
-        return Convergence(converged, done_at if converged else None, last_pub, len(nodes),
-                           sum(complete_nodes.values()), len(self._published), held_pairs,
-                           on_time, latencies, node_held, node_on_time)
+                held = held_at.get((node, feed, seq))
+                times.append(held[1] if held is not None and held[0] >= items else None)
+            return times
+
+        return tally(nodes, ((t_pub, completed(feed, seq, items))
+                             for (feed, seq), (t_pub, items) in self._published.items()))
 
     def result(self) -> Summary:
         end = max(self.end, float(self.meta.get("duration") or 0.0))
@@ -210,6 +192,53 @@ class SummaryBuilder:
         return Summary(self.meta, self.convergence(), self.tx_frames, self.tx_airtime,
                        self.tx_bytes, self.rx_frames, self.drops, self.end,
                        duty_bound={node: tr.bound for node, tr in sorted(self._duty.items())})
+
+
+def tally(nodes: Sequence[str],
+          entries: Iterable[tuple[float, Sequence[float | None]]]) -> Convergence:
+    """The convergence of published entries: for each, its publication time and, per
+    node of ``nodes`` (in that order), when that node held it completely (None: never)."""
+    held_pairs = on_time = 0
+    done_at = 0.0
+    complete_nodes = dict.fromkeys(nodes, True)
+    node_held = dict.fromkeys(nodes, 0)
+    node_on_time = dict.fromkeys(nodes, 0)
+    latencies: list[float] = []
+    count = 0
+    last_pub: float | None = None
+    for t_pub, times in entries:
+        count += 1
+        if last_pub is None or t_pub > last_pub:
+            last_pub = t_pub
+        last = t_pub
+        everywhere = True
+        for node, t in zip(nodes, times, strict=True):
+            if t is None:
+                everywhere = False
+                complete_nodes[node] = False
+                continue
+            held_pairs += 1
+            node_held[node] += 1
+            last = max(last, t)
+            if t - t_pub <= ON_TIME_S:
+                on_time += 1
+                node_on_time[node] += 1
+        if everywhere:
+            latencies.append(last - t_pub)
+            done_at = max(done_at, last)
+    converged = all(complete_nodes.values()) and bool(nodes)
+    return Convergence(converged, done_at if converged else None, last_pub, len(nodes),
+                       sum(complete_nodes.values()), count, held_pairs, on_time, latencies,
+                       node_held, node_on_time)
+
+
+def spread_json(latencies: Iterable[float]) -> dict[str, float] | None:
+    """The entry spread as numbers: median, p95, max and how many entries it covers."""
+    lat = sorted(latencies)
+    if not lat:
+        return None
+    return {"median": percentile(lat, 0.5), "p95": percentile(lat, 0.95), "max": lat[-1],
+            "entries": len(lat)}
 
 
 def summarize(source: str | os.PathLike[str] | Iterable[Record]) -> Summary:
@@ -237,7 +266,6 @@ def _seconds(t: float | None) -> str:
 def summary_json(s: Summary) -> dict[str, Any]:
     """What :func:`format_summary` prints, as numbers (``tinyssb sim run --json``)."""
     c = s.convergence
-    lat = sorted(c.latencies)
     meta = {k: v.hex() if isinstance(v, bytes) else v for k, v in s.meta.items()
             if k not in ("format", "version")}
     return {
@@ -248,8 +276,7 @@ def summary_json(s: Summary) -> dict[str, Any]:
         "share": c.share, "on_time_pairs": c.on_time, "on_time_share": c.on_time_share,
         "per_node": {node: {"held": c.node_held.get(node, 0), "on_time": on_time}
                      for node, on_time in sorted(c.node_on_time.items())},
-        "spread": ({"median": percentile(lat, 0.5), "p95": percentile(lat, 0.95),
-                    "max": lat[-1], "entries": len(lat)} if lat else None),
+        "spread": spread_json(c.latencies),
         "tx": {kind: {"frames": s.tx_frames[kind], "airtime_s": s.tx_airtime.get(kind, 0.0),
                       "bytes": s.tx_bytes[kind]} for kind in sorted(s.tx_frames)},
         "rx_frames": s.rx_frames, "drops": dict(s.drops), "end_t": s.end,
