@@ -920,7 +920,8 @@ class Node:
                 fs.floor_at = now
                 self.stats.floor_beacons += 1
             asks = not isinstance(fs.timer, RepairTimer) or fs.timer.wants(now)
-            want = fs.builder.want(self._want_dmx, keys, self.store) if asks else None
+            want = (fs.builder.want(self._want_dmx, keys, self.store, self._behind(fs))
+                    if asks else None)
             if asks and not keys and not self._sets and now >= self._hello_first:
                 self._hello(fs, now)
             lacking = self.store.has_pending_chains() and self._agreed(now)
@@ -978,6 +979,19 @@ class Node:
             if top < 0 or top >= seq:  # not held any more, or caught up
                 del seqs[fid]
         return not seqs
+
+    def _behind(self, fs: _FaceState) -> list[int]:
+        """The set indices of the feeds a neighbour's WANT showed us behind on, that we
+        still lack (want_focus)."""
+        seqs = fs.hint_seqs
+        if not seqs or not self.policy.want_focus:
+            return []
+        out: list[int] = []
+        index = self.goset.index
+        for (fid, seq), top in zip(list(seqs.items()), self.store.tops(list(seqs))):
+            if 0 <= top < seq and (i := index(fid)) is not None:
+                out.append(i)
+        return out
 
     def _pace_repairs(self, fs: _FaceState, now: float) -> None:
         """Requests after a hint wait ``request_delay``, or ``request_delay_scarce`` while

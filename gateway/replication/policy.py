@@ -141,6 +141,11 @@ class Policy:
     # seconds (0: answer every request at once)
     answer_snr_margin: float = 0.0
     answer_weak_memory: float = 3600.0
+    # a WANT covers the feeds a neighbour's WANT showed us behind on: a WANT holds about
+    # half of a set of 100 keys, and the next window in turn may miss them; every other
+    # WANT at most leaves the rotation for them (False: the next window in turn, as the
+    # references rotate)
+    want_focus: bool = False
     # push faces: no requests while less than this share of the airtime budget is left
     push_reserve: float = 0.0
     # ... but one request round per this many seconds still goes, ahead of the relays
@@ -303,6 +308,7 @@ DEFAULT = Policy(
     # 221 / 362 / 589 / 603 (seeds 3 and 4 took 9 h to clear the first hours' backlog:
     # the answers to the rounds crowd out the relays)
     beacon_floor=300.0,
+    want_focus=True,
     # requests under a set that is still changing and nobody confirmed: in city-100's
     # first hour (keys arriving every half minute) WANT and CHNK took a fifth of the
     # airtime, under DMX that no neighbour held. After 24 h (seeds 1-4), with the GOSET

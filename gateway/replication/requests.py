@@ -57,25 +57,36 @@ class RequestBuilder:
     whole GOSET (a WANT covers one window of it when the set is large).
     """
 
-    __slots__ = ("_chnk_offset", "_covered", "_want_offset", "cycle_end", "policy")
+    __slots__ = ("_chnk_offset", "_covered", "_jumped", "_want_offset", "_width", "cycle_end",
+                 "policy")
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
         self._want_offset = 0
         self._chnk_offset = 0
         self._covered = 0
+        self._width = 1  # slots of the last WANT
+        self._jumped = False  # the last WANT left the rotation for a focus
         self.cycle_end = False
 
-    def want(self, dmx: bytes, keys: Sequence[bytes], store: FeedStore) -> bytes | None:
+    def want(self, dmx: bytes, keys: Sequence[bytes], store: FeedStore,
+             focus: Sequence[int] = ()) -> bytes | None:
         """Our next WANT packet, or None for an empty set.
 
         Like the Python reference, only the slots count against the budget (the offset
-        does not), and the slot that crosses it is kept.
+        does not), and the slot that crosses it is kept. ``focus``: set indices the WANT
+        should cover; when the next window in turn holds none of them, the window starts
+        at the one that lets it cover most of them (as wide as the last WANT), and the
+        rotation goes on from there. Not twice in a row: the WANT after such a jump takes
+        the next window in turn, so that no part of the set goes unasked while hints keep
+        coming for another.
         """
         n = len(keys)
         if n == 0:
             return None
         offset = self._want_offset % n
+        if focus:
+            offset = self._focused(offset, n, focus)
         seqs: list[int] = []
         head = _int_size(offset)
         size = 0
@@ -94,13 +105,28 @@ class RequestBuilder:
             size += item
             if size > budget:
                 break
-        step = 1 if self.policy.offset_step is OffsetStep.ONE else max(len(seqs), 1)
+        self._width = max(len(seqs), 1)
+        step = 1 if self.policy.offset_step is OffsetStep.ONE else self._width
         self._want_offset = (offset + step) % n
         self._covered += len(seqs) if self.policy.offset_step is OffsetStep.PAST else 1
         self.cycle_end = self._covered >= n
         if self.cycle_end:
             self._covered = 0
         return encode_want(dmx, offset, seqs)
+
+    def _focused(self, offset: int, n: int, focus: Sequence[int]) -> int:
+        """Where the WANT window starts, given ``focus`` (see :meth:`want`)."""
+        width = self._width
+        if self._jumped or any((f - offset) % n < width for f in focus):
+            self._jumped = False
+            return offset
+        self._jumped = True
+        best, most = offset, 0
+        for f in focus:
+            covered = sum(1 for g in focus if (g - f) % n < width)
+            if covered > most:
+                best, most = f, covered
+        return best
 
     def chnk(self, dmx: bytes, keys: Sequence[bytes], store: FeedStore) -> bytes | None:
         """Our next CHNK packet, or None when no side chain is incomplete."""

@@ -13,12 +13,13 @@ from gateway.replication import FrameKind, Node, Outgoing, preset
 from gateway.replication.events import Drop
 from gateway.replication.faces import Face
 from gateway.replication.relay import Relay, RelayQueue
+from gateway.replication.requests import RequestBuilder
 from gateway.store.memory import MemoryStore
-from gateway.wire.crc import add_crc
+from gateway.wire.crc import add_crc, strip_crc
 from gateway.wire.entry import FeedKey, build_feed
 from gateway.wire.goset import Novelty, want_dmx, xor_keys
 from gateway.wire.lora import profile
-from gateway.wire.want import encode_want
+from gateway.wire.want import decode_want, encode_want
 
 from .mesh import Fate, Mesh, converged
 
@@ -627,3 +628,58 @@ def test_at_its_duty_limit_a_node_still_shows_what_it_lacks_every_beacon_floor()
     wants = _wants_at_the_duty_limit(DEFAULT.with_(beacon_floor=300.0))
     assert len(wants) == 8, wants
     assert all(300.0 <= b - a for a, b in pairwise(wants)), wants
+
+
+def _covered_after_hint(policy, hinted: int) -> bool:  # type: ignore[no-untyped-def]
+    """A node following 100 feeds, holding the first entry of each, hears a neighbour's
+    WANT showing that it holds two entries of the feed at set index ``hinted``: does the
+    node's next WANT ask for that feed?"""
+    node = Node(MemoryStore(), policy=policy, rng=random.Random(6))
+    node.add_face(RADIO, 0.0)
+    feeds = [key(200 + i) for i in range(100)]
+    for k in feeds:
+        node.follow(k.fid, 0.0)
+    for k in feeds:
+        (entry,) = build_feed(k, [b"first"])
+        node.receive(0.0, "radio", add_crc(entry.packet), snr=5.0)
+    t = _send_until(node, 0.0, 1200.0)  # the relays and the first rounds went out
+    keys = node.goset.keys
+    assert len(keys) == 100
+    node.receive(t, "radio", add_crc(encode_want(want_dmx(xor_keys(keys)), hinted, [3])),
+                 snr=5.0)
+    end = t + 300.0
+    while t < end:
+        for out in node.frames_to_send(t):
+            if out.kind is FrameKind.WANT:
+                return hinted in {i for i, _ in decode_want(strip_crc(out.frame)).slots(100)}
+        t = min(end, max(t + 0.01, node.next_deadline() or end))
+    raise AssertionError("no WANT after the hint")
+
+
+def test_a_want_after_a_hint_covers_the_feed_the_hint_showed_us_behind_on() -> None:
+    # a WANT covers about half of a set of 100 keys; the next window in turn can cover
+    # at most two of three feeds a third of the set apart, the window after a hint all
+    assert all(_covered_after_hint(DEFAULT, i) for i in (0, 33, 66))
+    plain = DEFAULT.with_(want_focus=False)
+    assert not all(_covered_after_hint(plain, i) for i in (0, 33, 66))
+
+
+class _LongFeeds(MemoryStore):
+    """A store whose every feed is 300 entries long: a WANT slot takes 3 bytes, and a
+    WANT covers only a third of a set of 100 keys."""
+
+    def tops(self, fids):  # type: ignore[no-untyped-def]
+        return [300 for _ in fids]
+
+
+def test_hints_about_one_feed_do_not_leave_the_rest_of_the_set_unasked() -> None:
+    keys = [i.to_bytes(32, "big") for i in range(1, 101)]
+    builder, store = RequestBuilder(DEFAULT), _LongFeeds()
+    windows = []
+    for _ in range(6):  # every round, the hints still point at feed 10
+        want = builder.want(want_dmx(xor_keys(keys)), keys, store, focus=[10])
+        assert want is not None
+        windows.append({i for i, _ in decode_want(want).slots(100)})
+    assert len(windows[0]) < 40
+    assert sum(10 in w for w in windows) >= 3  # every other WANT at least
+    assert set().union(*windows) == set(range(100))  # and the whole set in turn
