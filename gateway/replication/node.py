@@ -56,12 +56,17 @@ _INF = float("inf")
 _RECENT_MAX = 2048  # data packets remembered as held, to tell a neighbour's news from echoes
 _COPIES_KEPT = 64  # items whose copies are counted until they make way (mesh density)
 _ECHO_ALPHA = 0.1  # weight of one relay's outcome in a face's echo rate
-_ORPHANS_MAX = 64
+_ORPHANS_MAX = 64  # unplaced frames a hint settles on, per face (hint_settle)
 _HELLO_DMX = want_dmx(bytes(32))  # the WANT of a node holding no key (see _hello)
 _WEAK_KEPT = 64  # weakly heard requests remembered per push face
 _ANSWERED_KEPT = 8  # requests per face whose answers are recognised as still queued
 STORE_RETRY = 10.0  # s: after a failed store write (disk full), no ingest attempt this long
-_ORPHAN_LIFE = 600.0  # seconds an unplaced frame is kept at most once it prompted a claim  # unplaced packet-sized frames kept in case their predecessor comes next
+# unplaced packet-sized frames kept in case what they follow comes next (their key, their
+# entry, the entry before them), at most this many and, once they prompted a claim, this
+# long: in city-100's first hours a tenth of the keys take more than 10 minutes to reach
+# a node, and an entry kept that long is taken and pushed on as soon as its key comes
+_ORPHANS_KEPT = 256
+_ORPHAN_LIFE = 1800.0
 
 
 @dataclass(slots=True)
@@ -687,7 +692,7 @@ class Node:
                 orphans[packet] = (now, 1)
             elif self.policy.orphan_copies:
                 orphans[packet] = (kept[0], kept[1] + 1)
-            if len(orphans) > _ORPHANS_MAX:
+            if len(orphans) > _ORPHANS_KEPT:
                 orphans.popitem(last=False)
             first = next(iter(orphans.values()))[0]
             if now - first > self.policy.goset_respond_delay:

@@ -65,7 +65,7 @@ class RequestBuilder:
         self._want_offset = 0
         self._chnk_offset = 0
         self._covered = 0
-        self._width = 1  # slots of the last WANT
+        self._width = 0  # slots of the last WANT (0: none yet)
         self._jumped = False  # the last WANT left the rotation for a focus
         self.cycle_end = False
 
@@ -75,8 +75,8 @@ class RequestBuilder:
 
         Like the Python reference, only the slots count against the budget (the offset
         does not), and the slot that crosses it is kept. ``focus``: set indices the WANT
-        should cover; when the next window in turn holds none of them, the window starts
-        at the one that lets it cover most of them (as wide as the last WANT), and the
+        should cover; when the next window in turn (as wide as the last WANT) holds none
+        of them, the window starts at the one that lets it cover most of them, and the
         rotation goes on from there. Not twice in a row: the WANT after such a jump takes
         the next window in turn, so that no part of the set goes unasked while hints keep
         coming for another.
@@ -117,7 +117,7 @@ class RequestBuilder:
     def _focused(self, offset: int, n: int, focus: Sequence[int]) -> int:
         """Where the WANT window starts, given ``focus`` (see :meth:`want`)."""
         width = self._width
-        if self._jumped or any((f - offset) % n < width for f in focus):
+        if not width or self._jumped or any((f - offset) % n < width for f in focus):
             self._jumped = False
             return offset
         self._jumped = True

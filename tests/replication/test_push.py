@@ -164,6 +164,23 @@ def test_a_chunk_heard_before_its_entry_is_kept_and_taken() -> None:
     assert node.stats.orphans_adopted == 1
 
 
+def test_an_entry_heard_long_before_its_predecessor_is_still_taken() -> None:
+    # the second entry of a feed comes first and the first one only 20 minutes later
+    # (in a busy mesh's first hours keys and entries take that long to reach some
+    # nodes); frames that stayed unplaceable meanwhile prompted a claim
+    node = Node(MemoryStore(), policy=DEFAULT, rng=random.Random(2))
+    node.add_face(RADIO, 0.0)
+    k, stranger = key(52), key(53)
+    node.follow(k.fid, 0.0)
+    first, second = build_feed(k, [b"first", b"second"])
+    assert node.receive(1.0, "radio", add_crc(second.packet)).drop is Drop.NO_MATCH
+    for i, e in enumerate(build_feed(stranger, [b"a", b"b", b"c"])):  # an unknown feed
+        assert node.receive(400.0 + 400.0 * i, "radio", add_crc(e.packet)).drop is Drop.NO_MATCH
+    taken = node.receive(1200.0, "radio", add_crc(first.packet))
+    assert {s.seq for s in taken.stored} == {1, 2}
+    assert node.store.read_content(k.fid, 2) == b"second"
+
+
 def _relayed_after_orphan(chunk_copies: int, policy=DEFAULT) -> set[FrameKind]:
     """What a node relays of a post whose chunk it heard ``chunk_copies`` times before
     the entry that makes the chunk expected."""
