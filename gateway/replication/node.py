@@ -770,6 +770,14 @@ class Node:
         return (settle > 0 and self._born < self._differs_since
                 and now - self._differs_since < settle and not self._agreed(now))
 
+    def _floor_interval(self, now: float) -> float:
+        """Seconds between request rounds while the budget runs low: ``beacon_floor``,
+        or ``beacon_floor_calm`` once our GOSET has stayed put long enough."""
+        policy = self.policy
+        if policy.beacon_floor_calm and now - self._differs_since >= policy.beacon_calm_after:
+            return policy.beacon_floor_calm
+        return policy.beacon_floor
+
     def _remember(self, packet: bytes) -> None:
         recent = self._recent
         recent[packet] = None
@@ -918,7 +926,7 @@ class Node:
                 # (bound sets get nothing pushed by others: they keep asking), but for a
                 # WANT every ``beacon_floor`` that shows the neighbours what we lack
                 if (not self.policy.beacon_floor
-                        or now - fs.floor_at < self.policy.beacon_floor):
+                        or now - fs.floor_at < self._floor_interval(now)):
                     fs.timer.postpone(now + self.policy.request_delay * CHAIN_WAIT)
                     continue
                 floor = True

@@ -151,6 +151,10 @@ class Policy:
     # ... but one request round per this many seconds still goes, ahead of the relays
     # waiting for airtime: its WANT shows the neighbours what we lack (0: none)
     beacon_floor: float = 0.0
+    # ... every this many seconds instead once our GOSET has stayed put for
+    # ``beacon_calm_after`` seconds (0: always ``beacon_floor``)
+    beacon_floor_calm: float = 0.0
+    beacon_calm_after: float = 3600.0
     push_stale: float = 120.0  # seconds past its time after which a relay is dropped
     # push faces: no WANT/CHNK while our GOSET changed (after we started) less than this
     # many seconds ago and the neighbours are not known to hold it (none showed it; it
@@ -201,7 +205,8 @@ class Policy:
                self.claim_redundancy, self.tx_jitter, self.push_window,
                self.request_delay, self.request_delay_scarce, self.push_echo_weight,
                self.answer_window_scarce, self.request_settle,
-               self.push_echo_skip, self.beacon_floor) < 0:
+               self.push_echo_skip, self.beacon_floor, self.beacon_floor_calm,
+               self.beacon_calm_after) < 0:
             raise ValueError("budgets must not be negative")
         if (self.goset_new_keys_per_face < 1 or self.goset_new_keys_interval <= 0
                 or self.goset_probation < 0):
@@ -301,7 +306,8 @@ DEFAULT = Policy(
     # with the floor below and want_focus (seeds 1-8, late entries / mean p95 spread):
     # 15 %: 2,080 / 2,209 s; 20 %: 1,935 / 1,687 s (hours 0-4 1,442 late instead of
     # 1,768: the first hour's backlog clears sooner; hours 5-23 493 instead of 312);
-    # 25 %: 2,201 / 1,849 s (hours 5-23: 652)
+    # 25 %: 2,201 / 1,849 s (hours 5-23: 652). Seeds 9-16: 15 %: 2,003 / 2,043 s; 20 %:
+    # 1,979 / 1,835 s (hours 0-4 1,551 instead of 1,699, hours 5-23 428 instead of 304)
     push_reserve=0.20,
     # ... but a node at its duty-cycle limit still sends one request round every 300 s,
     # ahead of its relays: most late pairs sat at such nodes, which had sent no WANT
@@ -312,6 +318,16 @@ DEFAULT = Policy(
     # 221 / 362 / 589 / 603 (seeds 3 and 4 took 9 h to clear the first hours' backlog:
     # the answers to the rounds crowd out the relays)
     beacon_floor=300.0,
+    # ... and every 100 s once our GOSET has stayed put for 2 h: past the start's backlog
+    # a straggler's request is what repairs it, and its neighbours have airtime to answer.
+    # city-100 after 24 h, seeds 1-8 (late entries / of them from hour 5 on / mean p95
+    # spread): 300 s throughout 1,935 / 493 / 1,687 s; 200 s after 1 h calm 1,718 / 211
+    # / 1,662 s (hours 2-4 worse: 483 late instead of 418); 200 s after 2 h 1,588 / 184
+    # / 1,616 s; after 3 h 1,625 / 196 / 1,634 s; 150 s after 2 h 1,515 / 104 / 1,604 s;
+    # 100 s after 2 h 1,473 / 68 / 1,607 s, 0.3-0.5 ks more airtime. (200 s from the start
+    # made hours 0-4 worse: 2,076 late instead of 1,442)
+    beacon_floor_calm=100.0,
+    beacon_calm_after=7200.0,
     # city-100 after 24 h, seeds 1-8: 2,547 late entries instead of 2,713, from hour 5 on
     # 438 instead of 702; jumping at every WANT: 2,647 (seed 2's pocket left half its set
     # unasked until hour 8)

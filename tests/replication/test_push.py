@@ -638,13 +638,27 @@ def _wants_at_the_duty_limit(policy, seed: int = 3) -> list[float]:
 
 def test_at_its_duty_limit_a_node_still_shows_what_it_lacks_every_beacon_floor() -> None:
     # relays take whatever airtime the budget frees; without the floor the node never
-    # asks (the last 15 % of the budget is kept for data); with it a WANT goes out every
+    # asks (the last fifth of the budget is kept for data); with it a WANT goes out every
     # 300 s, ahead of the relays waiting for airtime, while the budget frees any (here
     # the first quarter of each hour: the pushes of the first hour spent it all at once)
     assert _wants_at_the_duty_limit(DEFAULT.with_(beacon_floor=0.0)) == []
-    wants = _wants_at_the_duty_limit(DEFAULT.with_(beacon_floor=300.0))
+    wants = _wants_at_the_duty_limit(DEFAULT.with_(beacon_floor=300.0, beacon_floor_calm=0.0))
     assert len(wants) == 8, wants
     assert all(300.0 <= b - a for a, b in pairwise(wants)), wants
+
+
+def test_once_its_set_stays_put_a_node_at_its_limit_asks_more_often() -> None:
+    # the node's set (its own key and the one it follows) is complete from the start: once
+    # it has stayed put for beacon_calm_after, a round may follow the last one after
+    # beacon_floor_calm (where the budget carries it: here early in each hour)
+    calm = DEFAULT.with_(beacon_floor=300.0, beacon_floor_calm=150.0, beacon_calm_after=3600.0)
+    wants = _wants_at_the_duty_limit(calm)
+    assert all(150.0 <= b - a for a, b in pairwise(wants)), wants
+    assert wants and wants[1] - wants[0] < 200.0, wants
+    # a set that changed too recently keeps the slower floor
+    restless = calm.with_(beacon_calm_after=4 * 3600.0)
+    assert _wants_at_the_duty_limit(restless) == _wants_at_the_duty_limit(
+        calm.with_(beacon_floor_calm=0.0))
 
 
 def _covered_after_hint(policy, hinted: int) -> bool:  # type: ignore[no-untyped-def]
