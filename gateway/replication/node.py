@@ -1145,17 +1145,19 @@ class Node:
 
     def _release_relays(self, now: float, fs: _FaceState) -> None:
         """Move due relays into the send queue while it has room and the budget allows;
-        drop those that waited so long that the neighbours have them by now, and those
-        the budget can never carry."""
+        drop those that waited so long that the neighbours have them by now (but
+        novelties, with ``push_keep_novelties``), and those the budget can never carry."""
         relays, queue = fs.relays, fs.queue
         assert relays is not None
         stale = now - self.policy.push_stale
+        keep_novelties = self.policy.push_keep_novelties
         while (r := relays.peek()) is not None and r.due <= now:
             ready = self._relay_ready(fs, r, now)
             if ready > now and not (ready == float("inf") and len(queue) < queue.capacity):
                 break
             relays.pop()
-            if r.due < stale or ready > now:
+            if ((r.due < stale and not (keep_novelties and r.kind is FrameKind.NOVELTY))
+                    or ready > now):
                 self.stats.relays_stale += 1
                 continue
             queue.put(Queued(r.packet, Priority.ANSWER, r.kind, None, r.fid, r.seq, r.cnr))

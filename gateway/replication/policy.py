@@ -156,6 +156,9 @@ class Policy:
     beacon_floor_calm: float = 0.0
     beacon_calm_after: float = 3600.0
     push_stale: float = 120.0  # seconds past its time after which a relay is dropped
+    # ... but not a novelty's: it waits for the budget however long (True; it is cheap,
+    # every frame of its feed needs it, and a key dropped costs a claim exchange later)
+    push_keep_novelties: bool = False
     # push faces: no WANT/CHNK while our GOSET changed (after we started) less than this
     # many seconds ago and the neighbours are not known to hold it (none showed it; it
     # changed, or a different one was shown, within goset_respond_delay): nobody would
@@ -332,6 +335,18 @@ DEFAULT = Policy(
     # 438 instead of 702; jumping at every WANT: 2,647 (seed 2's pocket left half its set
     # unasked until hour 8)
     want_focus=True,
+    # relays held back by a spent budget: novelties wait however long, the rest is dropped
+    # a minute past its time. City-100 spends every node's budget in the first 40 min;
+    # the novelties of the keys published after that went stale at the nodes in between,
+    # and their neighbours caught up by claims (c67 and c76, the tail behind c41, spent
+    # up to a third of the second hour on claims, the backlog of entries behind them
+    # lasting for hours). After 24 h, seeds 1-16 (entries late somewhere / mean p95
+    # spread): before 3,058 / 1,696 s; novelties kept 2,646 / 1,375 s; kept and push_stale
+    # 60 s 2,494 / 1,224 s (a relay older than that mostly takes airtime a fresher one
+    # needs); 6 h scans over 16 seeds, hours 0-4 late: 2,911 before, 2,517 kept, 2,364
+    # kept and 60 s, 2,703 with 30 s, 2,896 with 600 s
+    push_keep_novelties=True,
+    push_stale=60.0,
     # requests under a set that is still changing and nobody confirmed: in city-100's
     # first hour (keys arriving every half minute) WANT and CHNK took a fifth of the
     # airtime, under DMX that no neighbour held. After 24 h (seeds 1-4), with the GOSET

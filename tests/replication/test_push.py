@@ -612,8 +612,9 @@ def test_a_node_with_no_key_says_so_with_an_empty_want() -> None:
 def _wants_at_the_duty_limit(policy, seed: int = 3) -> list[float]:
     """A node whose radio is kept at its duty-cycle limit by posts of its own (one every
     10 s, far more than a scarce budget carries), following another feed: when its WANTs
-    went out in its second and third hour."""
-    node = Node(MemoryStore(), policy=policy, rng=random.Random(seed))
+    went out in its second and third hour. (Its relays are dropped after 120 s, not the
+    preset's 60: so they keep the budget spent between the floor rounds.)"""
+    node = Node(MemoryStore(), policy=policy.with_(push_stale=120.0), rng=random.Random(seed))
     node.add_face(SCARCE, 0.0)
     own, other = key(88), key(89)
     node.follow(other.fid, 0.0)
@@ -714,3 +715,35 @@ def test_hints_about_one_feed_do_not_leave_the_rest_of_the_set_unasked() -> None
     assert len(windows[0]) < 40
     assert sum(10 in w for w in windows) >= 3  # every other WANT at least
     assert set().union(*windows) == set(range(100))  # and the whole set in turn
+
+
+def _sent_once_the_budget_frees(policy) -> set[str]:  # type: ignore[no-untyped-def]
+    """A node whose posts spent its whole budget at once hears a key new to it and an
+    entry of a feed it follows: which of the two it relays by the time the budget frees."""
+    node = Node(MemoryStore(), policy=policy, rng=random.Random(4))
+    node.add_face(SCARCE, 0.0)
+    own, other, new = key(93), key(94), key(95)
+    node.follow(other.fid, 0.0)
+    for i in range(40):
+        node.publish(own, f"post {i}".encode(), 0.0)
+    t, sent = 0.0, set()
+    while t < 30.0:
+        node.frames_to_send(t)
+        t = max(t + 0.01, node.next_deadline() or t + 1.0)
+    used, allowed, _ = node.airtime_budget("radio", t) or (0.0, 0.0, 0.0)
+    assert used > allowed - 0.5  # (the posts did spend it)
+    (entry,) = build_feed(other, [b"hello"])
+    node.receive(t, "radio", add_crc(Novelty(new.fid).encode()), snr=5.0)
+    node.receive(t, "radio", add_crc(entry.packet), snr=5.0)
+    heard = {add_crc(Novelty(new.fid).encode()): "novelty", add_crc(entry.packet): "entry"}
+    while t < 2 * SCARCE.duty_window:
+        sent |= {heard[o.frame] for o in node.frames_to_send(t) if o.frame in heard}
+        t = max(t + 0.01, node.next_deadline() or t + 60.0)
+    return sent
+
+
+def test_a_key_heard_while_the_budget_is_spent_is_passed_on_once_it_frees() -> None:
+    # the entry's relay is long stale by then (its neighbours had it from others), the
+    # novelty's is not: nobody may have told them the key, and a claim costs more
+    assert _sent_once_the_budget_frees(DEFAULT) == {"novelty"}
+    assert _sent_once_the_budget_frees(DEFAULT.with_(push_keep_novelties=False)) == set()
