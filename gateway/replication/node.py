@@ -492,16 +492,23 @@ class Node:
         fs = self._faces[face]
         self.goset.on_packet(pkt, face, now,
                              one_peer=fs.face.kind is FaceKind.POINT_TO_POINT)
+        added = bool(self.goset.added)
         self._sync_goset(now, face if isinstance(pkt, Novelty) else None)
         if isinstance(pkt, Claim):
             if pkt.cnt == len(self.goset) and pkt.xor == self._state:
                 self._agree(now)  # (also when the claim just brought us its missing keys)
             else:
                 self._doubt_at = now
-            return RxReport(FrameKind.CLAIM)
-        if isinstance(pkt, Novelty):
-            return RxReport(FrameKind.NOVELTY, fid=pkt.key)
-        return RxReport(FrameKind.ZAP, Drop.ZAP)
+            report = RxReport(FrameKind.CLAIM)
+        elif isinstance(pkt, Novelty):
+            report = RxReport(FrameKind.NOVELTY, fid=pkt.key)
+        else:
+            return RxReport(FrameKind.ZAP, Drop.ZAP)
+        if added and self._orphans:
+            # a new feed's first entry may have come before its key: store it now (and
+            # pass it on), not when the next entry or chunk happens to arrive
+            self._adopt_orphans(now, fs, report)
+        return report
 
     def _on_want(self, now: float, fs: _FaceState, packet: bytes,
                  bound: BoundSet | None = None) -> RxReport:

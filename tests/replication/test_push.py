@@ -164,6 +164,25 @@ def test_a_chunk_heard_before_its_entry_is_kept_and_taken() -> None:
     assert node.stats.orphans_adopted == 1
 
 
+def test_an_entry_heard_before_its_key_is_taken_when_the_key_comes() -> None:
+    # a feed's first post can outrun its novelty: the entry is kept, and stored (and
+    # pushed on) with the key, not only once some other entry or chunk comes by
+    node = Node(MemoryStore(), policy=DEFAULT, rng=random.Random(3))
+    node.add_face(RADIO, 0.0)
+    k = key(54)
+    (entry,) = build_feed(k, [b"first"])
+    assert node.receive(1.0, "radio", add_crc(entry.packet), snr=5.0).drop is Drop.NO_MATCH
+    taken = node.receive(2.0, "radio", add_crc(Novelty(k.fid).encode()), snr=5.0)
+    assert taken.kind is FrameKind.NOVELTY
+    assert [(s.fid, s.seq, s.cnr) for s in taken.stored] == [(k.fid, 1, None)]
+    assert node.store.read_content(k.fid, 1) == b"first"
+    t, sent = 2.0, []
+    while t < 60.0:
+        sent += [o.frame for o in node.frames_to_send(t)]
+        t = max(t + 0.01, node.next_deadline() or t + 1.0)
+    assert add_crc(entry.packet) in sent
+
+
 def test_an_entry_heard_long_before_its_predecessor_is_still_taken() -> None:
     # the second entry of a feed comes first and the first one only 20 minutes later
     # (in a busy mesh's first hours keys and entries take that long to reach some
