@@ -156,8 +156,8 @@ class Policy:
     beacon_floor_calm: float = 0.0
     beacon_calm_after: float = 3600.0
     push_stale: float = 120.0  # seconds past its time after which a relay is dropped
-    # ... but not a novelty's: it waits for the budget however long (True; it is cheap,
-    # every frame of its feed needs it, and a key dropped costs a claim exchange later)
+    # ... but with this, not a novelty's: it waits for the budget however long (it is
+    # cheap, every frame of its feed needs it, and a key dropped costs claims later)
     push_keep_novelties: bool = False
     # push faces: no WANT/CHNK while our GOSET changed (after we started) less than this
     # many seconds ago and the neighbours are not known to hold it (none showed it; it
@@ -343,8 +343,9 @@ DEFAULT = Policy(
     # lasting for hours). After 24 h, seeds 1-16 (entries late somewhere / mean p95
     # spread): before 3,058 / 1,696 s; novelties kept 2,646 / 1,375 s; kept and push_stale
     # 60 s 2,494 / 1,224 s (a relay older than that mostly takes airtime a fresher one
-    # needs; both measured with an orphan taken as soon as its key comes); 6 h scans over 16 seeds, hours 0-4 late: 2,911 before, 2,517 kept, 2,364
-    # kept and 60 s, 2,703 with 30 s, 2,896 with 600 s
+    # needs; both measured with an orphan taken as soon as its key comes). 6 h scans
+    # over 16 seeds, hours 0-4 late: 2,911 before, 2,517 kept, 2,364 kept and 60 s,
+    # 2,703 with 30 s, 2,896 with 600 s
     push_keep_novelties=True,
     push_stale=60.0,
     # requests under a set that is still changing and nobody confirmed: in city-100's
