@@ -176,10 +176,8 @@ def test_an_entry_heard_before_its_key_is_taken_when_the_key_comes() -> None:
     assert taken.kind is FrameKind.NOVELTY
     assert [(s.fid, s.seq, s.cnr) for s in taken.stored] == [(k.fid, 1, None)]
     assert node.store.read_content(k.fid, 1) == b"first"
-    t, sent = 2.0, []
-    while t < 60.0:
-        sent += [o.frame for o in node.frames_to_send(t)]
-        t = max(t + 0.01, node.next_deadline() or t + 1.0)
+    sent: list[bytes] = []
+    _send_until(node, 2.0, 60.0, sent)
     assert add_crc(entry.packet) in sent
 
 
@@ -348,11 +346,13 @@ def test_a_leaf_leaves_out_most_relays_that_reach_nobody_while_airtime_is_scarce
     assert len(_sparse_relays(DEFAULT, 160, echoed=False)) == 160
 
 
-def _send_until(node: Node, t: float, end: float) -> float:
+def _send_until(node: Node, t: float, end: float, sent: list[bytes] | None = None) -> float:
     """Let ``node`` send whatever it has due (onto an empty channel) from ``t`` to
-    ``end``, in virtual time; returns ``end``."""
+    ``end``, in virtual time, adding the frames to ``sent`` if given; returns ``end``."""
     while t < end:
-        node.frames_to_send(t)
+        out = node.frames_to_send(t)
+        if sent is not None:
+            sent += [o.frame for o in out]
         t = min(end, max(t + 0.01, node.next_deadline() or end))
     return t
 
@@ -745,20 +745,16 @@ def _sent_once_the_budget_frees(policy) -> set[str]:  # type: ignore[no-untyped-
     node.follow(other.fid, 0.0)
     for i in range(40):
         node.publish(own, f"post {i}".encode(), 0.0)
-    t, sent = 0.0, set()
-    while t < 30.0:
-        node.frames_to_send(t)
-        t = max(t + 0.01, node.next_deadline() or t + 1.0)
+    t = _send_until(node, 0.0, 30.0)
     used, allowed, _ = node.airtime_budget("radio", t) or (0.0, 0.0, 0.0)
     assert used > allowed - 0.5  # (the posts did spend it)
     (entry,) = build_feed(other, [b"hello"])
-    node.receive(t, "radio", add_crc(Novelty(new.fid).encode()), snr=5.0)
-    node.receive(t, "radio", add_crc(entry.packet), snr=5.0)
     heard = {add_crc(Novelty(new.fid).encode()): "novelty", add_crc(entry.packet): "entry"}
-    while t < 2 * SCARCE.duty_window:
-        sent |= {heard[o.frame] for o in node.frames_to_send(t) if o.frame in heard}
-        t = max(t + 0.01, node.next_deadline() or t + 60.0)
-    return sent
+    for frame in heard:
+        node.receive(t, "radio", frame, snr=5.0)
+    sent: list[bytes] = []
+    _send_until(node, t, 2 * SCARCE.duty_window, sent)
+    return {heard[frame] for frame in sent if frame in heard}
 
 
 def test_a_key_heard_while_the_budget_is_spent_is_passed_on_once_it_frees() -> None:
