@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -31,12 +32,13 @@ from typing import Any
 
 from gateway.capture import ZSTD_SUFFIX
 from gateway.errors import UserError
-from gateway.replication.policy import PRESETS
+from gateway.replication.policy import PRESETS, Policy
 
 from .estimate import capture_bytes
 from .oracle import OracleError, check_scenario, format_oracle, oracle_json, run_oracle
 from .realtime import DongleBridge
 from .runner import CaptureSinks, build, capture_meta, run_scenario
+from .scan import format_scan, parse_seeds, parse_settings, scan, scan_json
 from .scenario import Scenario, ScenarioError, load_scenario, shipped_scenarios
 from .summary import format_summary, summary_json
 
@@ -137,10 +139,19 @@ class VirtualProgress:
         self.bar.close()
 
 
+def _policy(args: argparse.Namespace, scenario: Scenario) -> Policy:
+    """The preset named (or the scenario's) with the ``--set`` settings changed."""
+    try:
+        return parse_settings(args.policy or scenario.policy, args.set or [])
+    except ValueError as exc:
+        raise _user_error(f"--set: {exc}") from None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     scenario = _scenario(args)
     seed = scenario.seed if args.seed is None else args.seed
-    policy = args.policy or scenario.policy
+    chosen = _policy(args, scenario)
+    policy = chosen.name
     out: Path | None = None
     background = False
     if not args.no_capture:
@@ -151,7 +162,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         background = (capture_bytes(scenario) or 0) >= BACKGROUND_BYTES
     progress = VirtualProgress(scenario.duration, scenario.name)
     try:
-        summary = run_scenario(scenario, out, seed=seed, policy=policy, progress=progress,
+        summary = run_scenario(scenario, out, seed=seed, policy=chosen, progress=progress,
                                isp_direct=args.direct, background=background)
     finally:
         progress.close()
@@ -178,6 +189,38 @@ def _warn_size(scenario: Scenario, out: Path) -> None:
                                       "to about a tenth, or pass --no-capture")
         log.warning("%s will write a capture of about %.1f GB to %s (its radios at their "
                     "duty-cycle limit)%s", scenario.name, size / 1e9, out, hint)
+
+
+# --- sim scan -------------------------------------------------------------------------
+
+def cmd_scan(args: argparse.Namespace) -> int:
+    scenario = _scenario(args)
+    chosen = _policy(args, scenario)
+    try:
+        seeds = parse_seeds(args.seeds)
+    except ValueError as exc:
+        raise _user_error(f"--seeds: {exc}") from None
+    besides = [n.strip() for n in (args.besides or "").split(",") if n.strip()]
+    names = {n.name for n in scenario.nodes}
+    if unknown := [n for n in besides if n not in names]:
+        raise _user_error(f"--besides: scenario {scenario.name} has no node "
+                          f"{', '.join(unknown)}")
+    if args.jobs < 1:
+        raise _user_error("--jobs must be at least 1")
+    from tqdm import tqdm
+
+    bar: Any = tqdm(total=len(seeds), unit="seed", desc=f"{scenario.name} ({chosen.name})",
+                    file=sys.stderr, leave=False, dynamic_ncols=True, disable=None)
+    try:
+        results = scan(scenario, seeds, chosen, besides=besides, jobs=args.jobs,
+                       done=lambda _r: bar.update(1))
+    finally:
+        bar.close()
+    if args.json:
+        print(json.dumps(scan_json(scenario, chosen, results, besides), indent=2))
+    else:
+        print(format_scan(scenario, chosen, results, besides))
+    return 0
 
 
 # --- sim oracle -----------------------------------------------------------------------
@@ -259,6 +302,12 @@ def cmd_dongle(args: argparse.Namespace) -> int:
 
 # --- wiring ---------------------------------------------------------------------------
 
+def _add_set(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="change a setting of the policy, as in a config file's [policy] "
+                        "table (e.g. --set credit=8 --set answer_window=48; repeatable)")
+
+
 def add_sim_commands(sub: Any) -> None:
     """Add ``sim`` and its subcommands to the ``tinyssb`` subparsers object ``sub``."""
     help_text = "simulate a LoRa/BLE mesh of real nodes in virtual time"
@@ -288,6 +337,24 @@ def add_sim_commands(sub: Any) -> None:
                         "every S seconds (a WANT-sized frame, on the air)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     policies = sorted(PRESETS)
+    text = ("run a scenario once per seed (no captures) and count the entries some node "
+            "held only after 900 s: one seed of a large mesh is a draw")
+    p = add("scan", cmd_scan, text)
+    p.add_argument("scenario", metavar="SCENARIO",
+                   help="a shipped scenario (see `tinyssb sim list`) or a .toml file")
+    p.add_argument("--seeds", default="1-8",
+                   help="seeds to run: 1-16, 3 or 1,4,9-12 (default 1-8)")
+    p.add_argument("--policy", choices=policies,
+                   help="replication policy of every node (default: the scenario's)")
+    _add_set(p)
+    p.add_argument("--duration", type=parse_duration, metavar="S",
+                   help="virtual seconds to run (or 90m, 24h; default: the scenario's)")
+    p.add_argument("--jobs", "-j", type=int, default=max(1, os.cpu_count() or 1),
+                   help="runs at a time, each in its own process (default: one per CPU)")
+    p.add_argument("--besides", metavar="NODES",
+                   help="also count the late entries leaving out these nodes "
+                        "(comma-separated: a known pocket)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
     commands: list[tuple[str, Command, str]] = [
         ("run", cmd_run,
          "run a scenario in virtual time; write its capture and print a summary"),
@@ -305,6 +372,7 @@ def add_sim_commands(sub: Any) -> None:
         p.add_argument("--duration", type=parse_duration, metavar="S",
                        help="virtual seconds to run (or 90m, 24h; default: the scenario's)")
         if name == "run":
+            _add_set(p)
             p.add_argument("--out", "-o", metavar="FILE",
                            help="capture file (default: SCENARIO-POLICY-seedN.cbor here); "
                                 "a name ending in .zst is written zstd-compressed")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.capture import CaptureWriter, Direction, Record
-from gateway.replication.policy import preset
+from gateway.replication.policy import Policy, preset
 
 from .background import BackgroundSinks
 from .bound import lower_bound, receive_headroom
@@ -112,7 +112,14 @@ def publications(scenario: Scenario, seed: int) -> list[Publication]:
     return out
 
 
-def build(scenario: Scenario, *, seed: int | None = None, policy: str | None = None,
+def resolve_policy(scenario: Scenario, policy: str | Policy | None) -> Policy:
+    """The policy a run uses: given, a preset named, or the scenario's."""
+    if isinstance(policy, Policy):
+        return policy
+    return preset(policy or scenario.policy)
+
+
+def build(scenario: Scenario, *, seed: int | None = None, policy: str | Policy | None = None,
           capture: RecordSink | None = None, without: Collection[str] = ()) -> Simulation:
     """A simulation of ``scenario`` with every node, link and publication in place.
 
@@ -123,7 +130,7 @@ def build(scenario: Scenario, *, seed: int | None = None, policy: str | None = N
     seed = scenario.seed if seed is None else seed
     radio = scenario.radio
     sim = Simulation(seed, path_loss=radio.path_loss, capture=capture,
-                     policy=preset(policy or scenario.policy))
+                     policy=resolve_policy(scenario, policy))
     for n in scenario.nodes:
         if n.name in without:
             continue
@@ -244,7 +251,7 @@ def few_collections() -> Iterator[None]:
 
 
 def run_scenario(scenario: Scenario, out: str | os.PathLike[str] | None, *,
-                 seed: int | None = None, policy: str | None = None,
+                 seed: int | None = None, policy: str | Policy | None = None,
                  progress: Callable[[float], None] | None = None,
                  isp_direct: bool = False, background: bool = False) -> Summary:
     """Run ``scenario`` to its end; write the capture to ``out`` (None: no file).
@@ -254,13 +261,13 @@ def run_scenario(scenario: Scenario, out: str | os.PathLike[str] | None, *,
     ``background``: a second process writes the capture (see :class:`CaptureSinks`).
     """
     seed = scenario.seed if seed is None else seed
-    policy = policy or scenario.policy
-    meta = capture_meta(scenario, seed, policy)
+    chosen = resolve_policy(scenario, policy)
+    meta = capture_meta(scenario, seed, chosen.name)
     if scenario.isp is not None:
         meta["isp"] = "direct" if isp_direct else "tinyisp"
     sinks = CaptureSinks(meta, out, background=background)
     try:
-        sim = build(scenario, seed=seed, policy=policy, capture=sinks.sink)
+        sim = build(scenario, seed=seed, policy=chosen, capture=sinks.sink)
         isp = (attach_isp(sim, scenario.isp, seed, direct=isp_direct)
                if scenario.isp is not None else None)
         with few_collections():

@@ -46,6 +46,10 @@ class Convergence:
     # per node: entries it holds completely, and of those within ON_TIME_S
     node_held: dict[str, int] = field(default_factory=dict)
     node_on_time: dict[str, int] = field(default_factory=dict)
+    # per entry that some node held completely only after ON_TIME_S, or never: its
+    # publication time and those nodes
+    late: list[tuple[float, tuple[str, ...]]] = field(default_factory=list)
+    published: list[float] = field(default_factory=list)  # every entry's publication time
 
     @property
     def share(self) -> float:
@@ -204,18 +208,23 @@ def tally(nodes: Sequence[str],
     node_held = dict.fromkeys(nodes, 0)
     node_on_time = dict.fromkeys(nodes, 0)
     latencies: list[float] = []
+    late: list[tuple[float, tuple[str, ...]]] = []
+    published: list[float] = []
     count = 0
     last_pub: float | None = None
     for t_pub, times in entries:
         count += 1
+        published.append(t_pub)
         if last_pub is None or t_pub > last_pub:
             last_pub = t_pub
         last = t_pub
         everywhere = True
+        behind: list[str] = []
         for node, t in zip(nodes, times, strict=True):
             if t is None:
                 everywhere = False
                 complete_nodes[node] = False
+                behind.append(node)
                 continue
             held_pairs += 1
             node_held[node] += 1
@@ -223,13 +232,17 @@ def tally(nodes: Sequence[str],
             if t - t_pub <= ON_TIME_S:
                 on_time += 1
                 node_on_time[node] += 1
+            else:
+                behind.append(node)
+        if behind:
+            late.append((t_pub, tuple(behind)))
         if everywhere:
             latencies.append(last - t_pub)
             done_at = max(done_at, last)
     converged = all(complete_nodes.values()) and bool(nodes)
     return Convergence(converged, done_at if converged else None, last_pub, len(nodes),
                        sum(complete_nodes.values()), count, held_pairs, on_time, latencies,
-                       node_held, node_on_time)
+                       node_held, node_on_time, late, published)
 
 
 def spread_json(latencies: Iterable[float]) -> dict[str, float] | None:
