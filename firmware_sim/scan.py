@@ -33,6 +33,9 @@ __all__ = ["SeedResult", "format_scan", "parse_seeds", "parse_settings", "scan",
            "seed_result"]
 
 
+MAX_SEEDS = 1000  # seeds one scan runs at most
+
+
 @dataclass(frozen=True, slots=True)
 class SeedResult:
     seed: int
@@ -63,7 +66,11 @@ def parse_seeds(text: str) -> list[int]:
                              "1,4,9-12)") from None
         if last < first:
             raise ValueError(f"empty range of seeds: {part!r}")
+        if last - first >= MAX_SEEDS:
+            raise ValueError(f"{part!r} is more than {MAX_SEEDS} seeds")
         seeds.extend(s for s in range(first, last + 1) if s not in seeds)
+    if len(seeds) > MAX_SEEDS:
+        raise ValueError(f"more than {MAX_SEEDS} seeds")
     return seeds
 
 
