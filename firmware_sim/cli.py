@@ -4,7 +4,9 @@
 
     tinyssb sim list
     tinyssb sim run SCENARIO [--out FILE] [--policy reference|default] [--seed N]
-                             [--duration S]
+                             [--duration S] [--set KEY=VALUE ...]
+    tinyssb sim scan SCENARIO [--seeds 1-16] [--policy P] [--set KEY=VALUE ...]
+                              [--duration S] [--jobs N] [--besides NODES] [--json]
     tinyssb sim dongle SCENARIO --node NAME [--board BOARD] [--out FILE] [--seed N]
                                 [--policy P] [--duration S]
     tinyssb sim oracle SCENARIO [--seed N] [--duration S] [--gap S] [--beacon S] [--json]
@@ -14,7 +16,9 @@ shows a progress bar on stderr and prints the summary table on stdout. ``dongle`
 replaces the named node's radio with a simulated dongle, prints the pseudo-terminal to
 give to ``tinyssb run --serial``, and runs the rest of the mesh in real time. ``oracle``
 runs a LoRa scenario under a scheduler that knows what every node holds
-(:mod:`firmware_sim.oracle`): what replication could reach on that channel.
+(:mod:`firmware_sim.oracle`): what replication could reach on that channel. ``scan``
+runs a scenario once per seed in worker processes and counts the late entries
+(:mod:`firmware_sim.scan`).
 """
 
 from __future__ import annotations
