@@ -306,6 +306,19 @@ def cmd_dongle(args: argparse.Namespace) -> int:
 
 # --- wiring ---------------------------------------------------------------------------
 
+def _add_scenario_args(p: argparse.ArgumentParser, policies: list[str], *,
+                       seed: bool = True) -> None:
+    """SCENARIO, --policy, --seed (unless ``seed`` is false) and --duration."""
+    p.add_argument("scenario", metavar="SCENARIO",
+                   help="a shipped scenario (see `tinyssb sim list`) or a .toml file")
+    p.add_argument("--policy", choices=policies,
+                   help="replication policy of every node (default: the scenario's)")
+    if seed:
+        p.add_argument("--seed", type=int, help="seed of the run (default: the scenario's)")
+    p.add_argument("--duration", type=parse_duration, metavar="S",
+                   help="virtual seconds to run (or 90m, 24h; default: the scenario's)")
+
+
 def _add_set(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="change a setting of the policy, as in a config file's [policy] "
@@ -344,15 +357,10 @@ def add_sim_commands(sub: Any) -> None:
     text = ("run a scenario once per seed (no captures) and count the entries some node "
             "held only after 900 s: one seed of a large mesh is a draw")
     p = add("scan", cmd_scan, text)
-    p.add_argument("scenario", metavar="SCENARIO",
-                   help="a shipped scenario (see `tinyssb sim list`) or a .toml file")
+    _add_scenario_args(p, policies, seed=False)
     p.add_argument("--seeds", default="1-8",
                    help="seeds to run: 1-16, 3 or 1,4,9-12 (default 1-8)")
-    p.add_argument("--policy", choices=policies,
-                   help="replication policy of every node (default: the scenario's)")
     _add_set(p)
-    p.add_argument("--duration", type=parse_duration, metavar="S",
-                   help="virtual seconds to run (or 90m, 24h; default: the scenario's)")
     p.add_argument("--jobs", "-j", type=int, default=max(1, os.cpu_count() or 1),
                    help="runs at a time, each in its own process (default: one per CPU)")
     p.add_argument("--besides", metavar="NODES",
@@ -368,13 +376,7 @@ def add_sim_commands(sub: Any) -> None:
     ]
     for name, func, text in commands:
         p = add(name, func, text)
-        p.add_argument("scenario", metavar="SCENARIO",
-                       help="a shipped scenario (see `tinyssb sim list`) or a .toml file")
-        p.add_argument("--policy", choices=policies,
-                       help="replication policy of every node (default: the scenario's)")
-        p.add_argument("--seed", type=int, help="seed of the run (default: the scenario's)")
-        p.add_argument("--duration", type=parse_duration, metavar="S",
-                       help="virtual seconds to run (or 90m, 24h; default: the scenario's)")
+        _add_scenario_args(p, policies)
         if name == "run":
             _add_set(p)
             p.add_argument("--out", "-o", metavar="FILE",

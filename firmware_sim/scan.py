@@ -27,7 +27,7 @@ from gateway.stats import percentile
 
 from .runner import run_scenario
 from .scenario import Scenario
-from .summary import ON_TIME_S, Summary
+from .summary import ON_TIME_S, Summary, spread_json
 
 __all__ = ["SeedResult", "format_scan", "parse_seeds", "parse_settings", "scan", "scan_json",
            "seed_result"]
@@ -68,10 +68,11 @@ def parse_seeds(text: str) -> list[int]:
             raise ValueError(f"empty range of seeds: {part!r}")
         if last - first >= MAX_SEEDS:
             raise ValueError(f"{part!r} is more than {MAX_SEEDS} seeds")
-        seeds.extend(s for s in range(first, last + 1) if s not in seeds)
-    if len(seeds) > MAX_SEEDS:
+        seeds.extend(range(first, last + 1))
+    unique = list(dict.fromkeys(seeds))
+    if len(unique) > MAX_SEEDS:
         raise ValueError(f"more than {MAX_SEEDS} seeds")
-    return seeds
+    return unique
 
 
 def parse_settings(base: str, items: Sequence[str]) -> Policy:
@@ -99,10 +100,10 @@ def seed_result(summary: Summary, seed: int, duration: float,
     until = duration - ON_TIME_S  # later entries could not be late yet
     late = [nodes for t_pub, nodes in c.late if t_pub <= until]
     others = frozenset(besides)
-    lat = sorted(c.latencies)
+    spread = spread_json(c.latencies)
     return SeedResult(
         seed=seed, converged_at=c.time, pairs=c.share, on_time=c.on_time_share,
-        p95=percentile(lat, 0.95) if lat else None,
+        p95=spread["p95"] if spread is not None else None,
         entries=sum(1 for t in c.published if t <= until), late=len(late),
         late_besides=sum(1 for nodes in late if not others.issuperset(nodes)),
         airtime=sum(summary.tx_airtime.values()), collisions=summary.collisions, wall=wall)
