@@ -46,7 +46,9 @@ from ..wire.goset import (
 )
 from .policy import Policy
 
-__all__ = ["GosetOut", "GosetSync"]
+__all__ = ["XOR_HELP_MAX", "GosetOut", "GosetSync"]
+
+XOR_HELP_MAX = 3  # keys a peer may lack for the XOR of two claims to name them (goset_xor_help)
 
 log = logging.getLogger(__name__)
 
@@ -474,13 +476,47 @@ class GosetSync:
                 out.append(GosetOut(ours.encode(), faces))
             if ours.cnt >= c.cnt and helps < p.help_budget:
                 helps += 1
-                out.extend(GosetOut(pkt, faces) for pkt in self._help(lo_i, hi_i))
+                lacked = self._lacked(lo_i, hi_i, ours, c) if p.goset_xor_help else None
+                packets = ([Novelty(k).encode() for k in lacked] if lacked
+                           else self._help(lo_i, hi_i))
+                out.extend(GosetOut(pkt, faces) for pkt in packets)
                 del self._pending[key]
                 continue
             pend.rounds += 1
             if p.pending_rounds and pend.rounds >= p.pending_rounds:
                 del self._pending[key]
         return out
+
+    def _lacked(self, lo_i: int, hi_i: int, ours: Claim, theirs: Claim) -> list[bytes] | None:
+        """The keys strictly inside our range ``lo_i..hi_i`` that a peer's claim over
+        the same ends lacks, when it lacks 1 to :data:`XOR_HELP_MAX` of ours and nothing
+        else: the XOR of the two claims is then the XOR of exactly those keys, and the
+        only subset of that size among ours with that XOR (any other would be a
+        collision of 256-bit XORs). None when no such subset exists (the peer also holds
+        keys we lack, or lacks more): then the range is split as before."""
+        d = ours.cnt - theirs.cnt
+        if not 1 <= d <= XOR_HELP_MAX:
+            return None
+        x = int.from_bytes(ours.xor, "big") ^ int.from_bytes(theirs.xor, "big")
+        # ascending, as the keys sort as unsigned big-endian byte strings
+        inner = {int.from_bytes(k, "big"): k for k in self.keys[lo_i + 1:hi_i]}
+        if d == 1:
+            k = inner.get(x)
+            return None if k is None else [k]
+        values = list(inner)
+        if d == 2:
+            for a in values:
+                b = x ^ a
+                if b > a and b in inner:
+                    return [inner[a], inner[b]]
+            return None
+        for i, a in enumerate(values):
+            xa = x ^ a
+            for b in values[i + 1:]:
+                c = xa ^ b
+                if c > b and c in inner:
+                    return [inner[a], inner[b], inner[c]]
+        return None
 
     def _help(self, lo_i: int, hi_i: int) -> list[bytes]:
         """What a peer holding the end keys lo and hi lacks from our range lo..hi."""

@@ -63,6 +63,9 @@ class Policy:
     ask_budget: int = 1  # partial claims we ask with per round
     pending_max: int = 14  # pending claims kept between rounds
     pending_rounds: int = 0  # rounds a pending claim may wait unanswered; 0: no limit
+    # help a peer whose claim lacks one to three of our keys with those keys as
+    # novelties, read from the XOR of the two claims, instead of two half claims
+    goset_xor_help: bool = False
     # WANT / CHNK
     credit: int = 3  # packets sent in answer to one request
     # per face, start at ``credit_min`` and double while the peer takes all we send,
@@ -268,6 +271,12 @@ DEFAULT = Policy(
     goset_reset_on_add=False,
     goset_reset_on_claim=False,
     goset_respond_delay=15.0,
+    # a peer whose claim lacks one to three of our keys gets just those, as novelties
+    # (their XOR is the difference of the two claims' XORs), instead of two half claims
+    # and a binary search of rounds. city-100 after 24 h, seeds 1-16: 1,535 late entries
+    # instead of 2,398, mean p95 spread 769 s instead of 1,220 s, 14 of 16 seeds within
+    # 900 s instead of 4 (with at most two keys searched for)
+    goset_xor_help=True,
     push_novelty_extra=1,
     goset_respond_holdoff=600.0,  # city-100: fewer claims while keys spread, more data
     # city-100, 24 h, seeds 1-8: 98.4 % of pairs within 900 s on average (98.2 %

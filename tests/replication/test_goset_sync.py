@@ -5,6 +5,9 @@ from __future__ import annotations
 import itertools
 import random
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from gateway.replication.goset import GosetSync
 from gateway.replication.policy import DEFAULT, REFERENCE
 from gateway.wire.goset import (
@@ -223,3 +226,49 @@ def test_answers_to_a_difference_that_lasts_back_off_while_airtime_is_scarce() -
     after = [t for t in renewed if t > 4000.0]
     assert len(after) >= 3
     assert after[1] - after[0] <= 2 * DEFAULT.goset_interval_min + DEFAULT.goset_respond_delay
+
+
+XOR_HELP = REFERENCE.with_(goset_xor_help=True)
+
+
+def _helped(policy, ours: list[bytes], theirs: list[bytes]) -> list[object]:  # type: ignore[no-untyped-def]
+    """What a GOSET holding ``ours`` sends to the face of a peer that claimed ``theirs``
+    (over the same two end keys), apart from its own full claim."""
+    g = GosetSync(policy, random.Random(3))
+    for k in ours:
+        g.add(k, 0.0, force=True)
+    g.on_packet(make_claim(sorted(theirs), 0, len(theirs) - 1), "radio", 0.5)
+    return [decode_goset(o.packet) for o in g.on_timer(0.5) if o.faces]
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(3, MAX_KEYS), lacking=st.integers(1, 3), seed=st.integers(0, 2**32))
+def test_a_peer_lacking_one_to_three_of_our_keys_gets_just_those_as_novelties(
+        n: int, lacking: int, seed: int) -> None:
+    rng = random.Random(seed)
+    ours = sorted(rng.randbytes(32) for _ in range(n))
+    inner = ours[1:-1]
+    if len(inner) < lacking:
+        return
+    gone = rng.sample(inner, lacking)
+    theirs = [k for k in ours if k not in gone]
+    sent = _helped(XOR_HELP, ours, theirs)
+    assert sorted(sent, key=lambda p: p.key) == [Novelty(k) for k in sorted(gone)]  # type: ignore[attr-defined]
+
+
+def test_without_the_xor_rule_a_missing_key_costs_two_half_claims() -> None:
+    ours = [key(i * 10) for i in range(1, 21)]
+    theirs = [k for k in ours if k != key(70)]
+    sent = _helped(REFERENCE, ours, theirs)
+    assert sent == [make_claim(ours, 1, 9), make_claim(ours, 10, 18)]
+
+
+def test_a_peer_that_also_holds_keys_we_lack_or_lacks_four_gets_half_claims() -> None:
+    ours = [key(i * 10) for i in range(1, 21)]
+    halves = [make_claim(ours, 1, 9), make_claim(ours, 10, 18)]
+    # it lacks two of ours and holds one of its own: no pair of ours explains the XOR
+    theirs = [k for k in ours if k not in (key(70), key(120))] + [key(55)]
+    assert _helped(XOR_HELP, ours, theirs) == halves
+    # four lacking: more than the XOR is searched for
+    theirs = [k for k in ours if k not in (key(30), key(70), key(120), key(150))]
+    assert _helped(XOR_HELP, ours, theirs) == halves

@@ -17,7 +17,7 @@ from gateway.replication.requests import RequestBuilder
 from gateway.store.memory import MemoryStore
 from gateway.wire.crc import add_crc, strip_crc
 from gateway.wire.entry import FeedKey, build_feed
-from gateway.wire.goset import Novelty, want_dmx, xor_keys
+from gateway.wire.goset import Claim, Novelty, decode_goset, want_dmx, xor_keys
 from gateway.wire.lora import profile
 from gateway.wire.want import decode_want, encode_want
 
@@ -762,3 +762,37 @@ def test_a_key_heard_while_the_budget_is_spent_is_passed_on_once_it_frees() -> N
     # novelty's is not: nobody may have told them the key, and a claim costs more
     assert _sent_once_the_budget_frees(DEFAULT) == {"novelty"}
     assert _sent_once_the_budget_frees(DEFAULT.with_(push_keep_novelties=False)) == set()
+
+
+def _missing_keys_repair(policy) -> tuple[float, Counter[str]]:  # type: ignore[no-untyped-def]
+    """b missed the novelties of two of a's 24 keys: how long until b holds them, and
+    the GOSET frames a sent meanwhile (by type: claims whole or partial, novelties)."""
+    mesh = radio_mesh(["a", "b"], policy)
+    fids = [key(200 + i).fid for i in range(24)]
+    lost = sorted(fids)[5], sorted(fids)[17]
+    for fid in fids:
+        mesh.nodes["a"].follow(fid, 0.0)
+        if fid not in lost:
+            mesh.nodes["b"].follow(fid, 0.0)
+    mesh.run_for(60.0)  # the new keys' novelties go out while the two are apart
+    mesh.link_all()
+    sent: Counter[str] = Counter()
+
+    def on_tx(_t: float, src: str, out: Outgoing) -> None:
+        if src == "a" and out.kind in (FrameKind.CLAIM, FrameKind.NOVELTY):
+            packet = decode_goset(strip_crc(out.frame))
+            whole = isinstance(packet, Claim) and packet.cnt == len(fids)
+            sent["full claim" if whole else type(packet).__name__.lower()] += 1
+
+    mesh.on_tx = on_tx
+    took = mesh.run_until(lambda: all(f in mesh.nodes["b"].goset for f in lost), limit=3600)
+    return took, sent
+
+
+def test_a_neighbour_that_lacks_two_keys_gets_them_as_novelties_named_by_the_xor() -> None:
+    took, sent = _missing_keys_repair(DEFAULT)
+    assert sent["novelty"] == 2 and sent["claim"] == 0
+    # the binary search it replaces: half claims, one more round trip per halving
+    took_halving, halving = _missing_keys_repair(DEFAULT.with_(goset_xor_help=False))
+    assert halving["claim"] >= 2
+    assert took < took_halving
