@@ -20,7 +20,11 @@ references do:
 * each round sends one queued novelty (when enabled), our full claim, then walks the
   pending claims smallest first: where we hold fewer keys in that range we *ask* with
   our partial claim, where we hold more we *help* by sending the inner range (ends
-  stripped, the peer has them) as a novelty, one claim or two half claims;
+  stripped, the peer has them) as a novelty, one claim or two half claims — or, with
+  ``goset_xor_help`` (not a reference behaviour, but only frames they take), where the
+  peer lacks 1 to :data:`XOR_HELP_MAX` of our keys and nothing else, just those keys as
+  novelties: the XOR of our claim over the range and the peer's names them (at most
+  about 5,000 look-ups for three among 100 keys, per help);
 * zero keys are ignored, the set stops at 100 keys, zaps are never sent.
 
 The round timer is either a fixed period plus jitter (the references) or a Trickle
