@@ -269,6 +269,6 @@ def test_a_peer_that_also_holds_keys_we_lack_or_lacks_four_gets_half_claims() ->
     # it lacks two of ours and holds one of its own: no pair of ours explains the XOR
     theirs = [k for k in ours if k not in (key(70), key(120))] + [key(55)]
     assert _helped(XOR_HELP, ours, theirs) == halves
-    # four lacking: more than the XOR is searched for
+    # four lacking: more than the rule looks for (XOR_HELP_MAX)
     theirs = [k for k in ours if k not in (key(30), key(70), key(120), key(150))]
     assert _helped(XOR_HELP, ours, theirs) == halves
