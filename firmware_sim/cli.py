@@ -155,11 +155,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     scenario = _scenario(args)
     seed = scenario.seed if args.seed is None else args.seed
     chosen = _policy(args, scenario)
-    policy = chosen.name
     out: Path | None = None
     background = False
     if not args.no_capture:
-        out = Path(args.out) if args.out else Path(f"{scenario.name}-{policy}-seed{seed}.cbor")
+        out = Path(args.out) if args.out else Path(f"{scenario.name}-{chosen.name}-seed{seed}.cbor")
         if not out.parent.is_dir():
             raise _user_error(f"cannot write capture {out}: no directory {out.parent}")
         _warn_size(scenario, out)

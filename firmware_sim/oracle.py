@@ -94,8 +94,7 @@ class OracleResult:
     @property
     def late_entries(self) -> int:
         """Entries some node held completely only after ``ON_TIME_S``, or never."""
-        return self.convergence.entries - sum(1 for x in self.convergence.latencies
-                                              if x <= ON_TIME_S)
+        return len(self.convergence.late)
 
 
 @dataclass(slots=True)
